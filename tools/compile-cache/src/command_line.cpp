@@ -208,6 +208,11 @@ void check_options_belong(command_spec const& spec, std::vector<given_option> co
 /// Step 4: the options' values, checked, into `c`.
 void take_options(std::vector<given_option> const& options, command_line& c) {
     bool format_given = false;
+    // An option's value given twice is a usage error, not the last one silently (a prune with two --max-size).
+    for (std::size_t i = 0; i < options.size(); ++i)
+        for (std::size_t k = 0; k < i; ++k)
+            if (options[i].value && options[k].name == options[i].name)
+                throw usage_error{options[i].name + " is given twice"};
     for (given_option const& o : options) {
         if (o.name == "--json") c.json = true;
         if (o.name == "--remove") c.remove = true;
@@ -244,8 +249,11 @@ void take_options(std::vector<given_option> const& options, command_line& c) {
     c.json = c.format == "json";
 }
 
+/// "cache/" names "cache"; a URL keeps its scheme's "//" ("redis://" stays a Redis address, refused for its
+/// empty host, never the directory "redis:").
 std::string without_trailing_slashes(std::string s) {
-    while (s.size() > 1 && s.back() == '/') s.pop_back(); // "cache/" names "cache"
+    auto const ends_scheme = [&s] { return s.size() >= 3 && s.compare(s.size() - 3, 3, "://") == 0; };
+    while (s.size() > 1 && s.back() == '/' && !ends_scheme()) s.pop_back();
     return s;
 }
 
@@ -260,6 +268,14 @@ void take_operands(command_spec const& spec, std::vector<std::string> const& wor
         throw usage_error{c.command + " needs " + names};
     }
     if (given > wanted) throw usage_error{"unexpected argument \"" + words[wanted + 1] + "\""};
+    // An empty name is no cache (SQLite would take "" for a temporary database, gone at exit).
+    if (given != 0 && words[1].empty()) {
+        std::string name = spec.operands[0]; // ("[CACHE]": CACHE)
+        name.erase(std::remove(name.begin(), name.end(), '['), name.end());
+        name.erase(std::remove(name.begin(), name.end(), ']'), name.end());
+        throw usage_error{c.command + ": " + name + " is empty"};
+    }
+    if (c.command == "copy" && words[2].empty()) throw usage_error{"copy: DST is empty"};
     if (given != 0) c.cache = without_trailing_slashes(words[1]);
     if (c.command == "show") c.key_prefix = words[2];
     if (c.command == "explain") c.kernel_name = words[2];

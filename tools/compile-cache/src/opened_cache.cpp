@@ -375,6 +375,8 @@ bool passes_quick_check(std::string const& file, std::string& why) {
 
 int open_sqlite(std::string const& file, cache_use use, opened_cache& out) {
     out.shown = file;
+    if (file.empty()) // (SQLite's temporary database, gone at exit: nothing read, all written lost)
+        return fail("sqlite: names no file (sqlite:FILE)", exit_usage);
     // Checked here, as sqlite_storage would empty a file that is not a database.
     struct stat st {};
     bool const exists = ::stat(file.c_str(), &st) == 0;

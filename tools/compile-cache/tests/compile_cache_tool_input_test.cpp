@@ -1,0 +1,110 @@
+// The compile-cache tool on bad input (URLs without a host, empty names, options given twice, a server
+// that never answers): a one-line error and the exit status the help gives, never a wrong success.
+#include "tool_test_support.hpp"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#ifndef MAKE_ENTRIES
+#error "MAKE_ENTRIES (the path of the make_entries helper) must be defined by the build"
+#endif
+
+using namespace tinyk_test;
+using namespace compile_cache_tool_test;
+
+namespace {
+
+/// make_entries DIR COUNT: COUNT real entries written through the library.
+void input_test_entries(fs::path const& dir, int count) {
+    process_spec spec;
+    spec.argv = {MAKE_ENTRIES, dir.string(), std::to_string(count)};
+    spec.env = tool_environment();
+    spec.timeout = std::chrono::milliseconds(120000);
+    process_result const r = run_process(spec);
+    REQUIRE_EXIT(r, 0);
+}
+
+/// Whether the tool was built with the storage `feature` ("+sqlite", "+redis", "+http").
+bool tool_has(std::string const& feature) { return tool({"--version"}).out.find(feature) != std::string::npos; }
+
+/// A TCP socket on 127.0.0.1 that takes connections (the kernel completes them) and never answers.
+struct silent_server {
+    int fd = -1;
+    int port = 0;
+    silent_server() {
+        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        REQUIRE(fd >= 0);
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+        REQUIRE(::listen(fd, 16) == 0);
+        socklen_t len = sizeof a;
+        REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+        port = ntohs(a.sin_port);
+    }
+    ~silent_server() { ::close(fd); }
+    silent_server(silent_server const&) = delete;
+    silent_server& operator=(silent_server const&) = delete;
+};
+
+} // namespace
+
+TEST_CASE("compile-cache: a URL without a host is refused with exit 2, never a local directory of its scheme") {
+    temp_dir root("compile-cache-test");
+    fs::path const src = root.path() / "src";
+    input_test_entries(src, 3);
+    for (std::vector<std::string> const& args : std::vector<std::vector<std::string>>{
+             {"copy", src.string(), "redis://"},
+             {"copy", src.string(), "http://"},
+             {"copy", src.string(), "https:///"},
+             {"set", "redis://", "max-size", "1G"},
+             {"clear", "unix://"}}) {
+        process_result const r = tool(args, root.path());
+        INFO(args[0] << " " << args[args.size() > 3 ? 1 : args.size() - 1]);
+        REQUIRE_EXIT(r, 2);
+        CHECK(r.out.find("copied") == std::string::npos);
+    }
+    for (char const* made : {"redis:", "http:", "https:", "unix:"}) {
+        INFO(made);
+        CHECK_FALSE(fs::exists(root.path() / made));
+    }
+}
+
+TEST_CASE("compile-cache: an empty cache name or sqlite: without a file is a usage error, not a lost copy") {
+    temp_dir root("compile-cache-test");
+    fs::path const src = root.path() / "src";
+    input_test_entries(src, 3);
+    // SQLite takes "" for a temporary database: the entries would be reported copied, and gone at exit.
+    for (char const* dst : {"sqlite:", "sqlite:/", ""}) {
+        process_result const r = tool({"copy", src.string(), dst}, root.path());
+        INFO(std::string("DST \"") + dst + "\"");
+        REQUIRE_EXIT(r, 2);
+        CHECK(r.out.find("copied") == std::string::npos);
+    }
+    REQUIRE_EXIT(tool({"stats", ""}, root.path()), 2);
+    if (tool_has("+signing")) {
+        process_result const key = tool({"keygen", ""}, root.path());
+        REQUIRE_EXIT(key, 2);
+        CHECK(key.err.find("SECRET_KEY_FILE is empty") != std::string::npos);
+    }
+}
+
+TEST_CASE("compile-cache: an option given twice with a value is a usage error and prune evicts nothing") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    input_test_entries(dir, 3);
+    REQUIRE_EXIT(tool({"set", dir.string(), "max-size", "1G"}), 0);
+    auto const before = entry_files(dir);
+    REQUIRE(before.size() == 3);
+    process_result const r = tool({"prune", dir.string(), "--max-size", "1G", "--max-size=1"});
+    REQUIRE_EXIT(r, 2);
+    CHECK(r.err.find("--max-size is given twice") != std::string::npos);
+    CHECK(entry_files(dir) == before);
+    REQUIRE_EXIT(tool({"list", dir.string(), "--sort", "size", "--sort", "age"}), 2);
+}
