@@ -289,7 +289,17 @@ int open_directory(std::string const& dir, cache_use use, opened_cache& out) {
     handle->path = dir;
     out.storage = handle;
     opened_cache* self = &out;
-    out.list = [self](cache_listing& l, progress_line& progress) { return list_directory(*self, l, progress); };
+    out.list = [self, use](cache_listing& l, progress_line& progress) {
+        int const s = list_directory(*self, l, progress);
+        if (s != exit_ok || use != cache_use::write) return s;
+        // Nothing is written where clear and prune delete nothing: the ledger a write makes would let them.
+        directory_facts const& f = self->facts;
+        if (f.has_ledger || f.has_counters || f.has_settings || !f.any_entry) return exit_ok;
+        return fail(self->directory + ": it has files named like entries but neither the ledger (.cc-stats) nor the "
+                                      "counters (.cc-counters) a compile_cache host writes; nothing is written in a "
+                                      "directory that may be another tool's",
+                    exit_usage);
+    };
     out.read = [dir, handle](compile_cache::key const& k, std::string& bytes, std::size_t max_size) {
         return read_directory_entry(dir, *handle, k, bytes, max_size);
     };

@@ -65,6 +65,12 @@ int run_set(command_line const& c) {
                     exit_usage);
     default: return fail(dir + ": " + message, exit_usage);
     }
+    // As clear and prune, which delete nothing there: a settings file written would let them.
+    if (!scan.entries.empty() && !scan.has_ledger && !scan.has_counters && !scan.has_settings)
+        return fail(dir + ": it has files named like entries but neither the ledger (.cc-stats) nor the counters "
+                          "(.cc-counters) a compile_cache host writes; no settings are written in a directory that "
+                          "may be another tool's",
+                    exit_usage);
 
     // The other settings stay as they are (read as the least strict host would).
     compile_cache::directory_settings file;

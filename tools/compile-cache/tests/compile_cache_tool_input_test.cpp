@@ -108,3 +108,21 @@ TEST_CASE("compile-cache: an option given twice with a value is a usage error an
     CHECK(entry_files(dir) == before);
     REQUIRE_EXIT(tool({"list", dir.string(), "--sort", "size", "--sort", "age"}), 2);
 }
+
+TEST_CASE("compile-cache copy and set: nothing is written into a directory clear refuses, so clear never empties it") {
+    temp_dir root("compile-cache-test");
+    fs::path const src = root.path() / "src";
+    input_test_entries(src, 3);
+    // Files named like entries and nothing a host writes: maybe another tool's content-addressed store.
+    fs::path const other = root.path() / "objects";
+    fs::create_directories(other / "ab");
+    write_file(other / "ab" / "abcdef0123", "another tool's object\n");
+    process_result const copied = tool({"copy", src.string(), other.string()});
+    REQUIRE_EXIT(copied, 2);
+    CHECK(copied.err.find("another tool's") != std::string::npos);
+    REQUIRE_EXIT(tool({"set", other.string(), "max-size", "1G"}), 2);
+    CHECK_FALSE(fs::exists(other / ".cc-stats"));
+    CHECK_FALSE(fs::exists(other / ".cc-settings"));
+    REQUIRE_EXIT(tool({"clear", other.string()}), 2);
+    CHECK(read_file(other / "ab" / "abcdef0123") == "another tool's object\n");
+}
