@@ -109,6 +109,18 @@ TEST_CASE("compile-cache: an option given twice with a value is a usage error an
     REQUIRE_EXIT(tool({"list", dir.string(), "--sort", "size", "--sort", "age"}), 2);
 }
 
+TEST_CASE("compile-cache stats: an HTTP server that takes the connection and never answers ends it with exit 3") {
+    if (!tool_has("+http")) return; // built without libcurl
+    silent_server server;
+    process_spec spec;
+    spec.argv = {COMPILE_CACHE_TOOL, "stats", "http://127.0.0.1:" + std::to_string(server.port) + "/cache/"};
+    spec.env = tool_environment();
+    spec.timeout = std::chrono::milliseconds(120000); // (the listing's own bound was ten minutes)
+    process_result const r = run_process(spec);
+    REQUIRE_EXIT(r, 3);
+    CHECK(r.err.find("did not answer in time") != std::string::npos);
+}
+
 TEST_CASE("compile-cache copy and set: nothing is written into a directory clear refuses, so clear never empties it") {
     temp_dir root("compile-cache-test");
     fs::path const src = root.path() / "src";
