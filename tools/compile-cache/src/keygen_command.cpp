@@ -33,11 +33,12 @@ std::string key_name_for(command_line const& c) {
 }
 
 /// Writes `text` to a new file at `path` (mode 0600; O_EXCL: an existing file, or a
-/// link, is never followed or replaced); empty, or why not.
-std::string write_new_secret_file(std::string const& path, std::string const& text) {
+/// link, is never followed or replaced); empty, or why not (`exists`: because it exists).
+std::string write_new_secret_file(std::string const& path, std::string const& text, bool& exists) {
     int const fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0) {
-        if (errno == EEXIST) return "it exists already; a key file is never overwritten (remove it first, or name "
+        exists = errno == EEXIST;
+        if (exists) return "it exists already; a key file is never overwritten (remove it first, or name "
                                     "another file)";
         return std::strerror(errno);
     }
@@ -60,18 +61,16 @@ std::string write_new_secret_file(std::string const& path, std::string const& te
 
 int run_keygen(command_line const& c) {
     std::string why;
-    std::optional<compile_cache::ed25519_signer> key = compile_cache::ed25519_signer::generate(key_name_for(c), why);
-    if (!key) {
-        std::fprintf(stderr, "compile-cache: keygen: %s\n", why.c_str());
-        return 1;
-    }
+    std::string const name = key_name_for(c);
+    std::optional<compile_cache::ed25519_signer> key = compile_cache::ed25519_signer::generate(name, why);
+    if (!key) // (a name no trusted-keys line can hold: the operator's to change)
+        return fail("keygen: " + why, compile_cache::detail::is_key_name(name) ? exit_failed : exit_usage);
     std::string secret = key->secret_key_line() + "\n";
-    why = write_new_secret_file(c.cache, secret);
+    bool exists = false;
+    why = write_new_secret_file(c.cache, secret, exists);
     sodium_memzero(secret.data(), secret.size());
-    if (!why.empty()) {
-        std::fprintf(stderr, "compile-cache: keygen: %s: %s\n", c.cache.c_str(), why.c_str());
-        return 1;
-    }
+    if (!why.empty()) // (an existing file is never replaced: the operator names another)
+        return fail("keygen: " + printable(c.cache) + ": " + why, exists ? exit_usage : exit_failed);
     std::string const line = key->public_key().line();
     if (c.json) {
         std::string out = "{\"public_key\": ";
@@ -83,14 +82,13 @@ int run_keygen(command_line const& c) {
     } else {
         std::printf("%s\n", line.c_str());
     }
-    return 0;
+    return exit_ok;
 }
 
 #else
 
 int run_keygen(command_line const&) {
-    std::fputs("compile-cache: keygen: this compile-cache was built without libsodium (signed entries)\n", stderr);
-    return 2;
+    return fail("keygen: this compile-cache was built without libsodium (signed entries)", exit_usage);
 }
 
 #endif

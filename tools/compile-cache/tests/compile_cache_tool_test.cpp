@@ -1773,8 +1773,9 @@ TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over 
     CHECK(secret.size() == std::string("ci-2026:").size() + 88 + 1); // 64 bytes in base64, and a newline
     CHECK(compile_cache_test::mode_of(file) == 0600);
 
+    // Refused, as usage errors (exit 1 is verify's bad entries): an existing file, a name no line can hold.
     process_result const again = tool({"keygen", file, "--name", "other"});
-    REQUIRE_EXIT(again, 1);
+    REQUIRE_EXIT(again, 2);
     CHECK(again.out.empty());
     CHECK(again.err.find("never overwritten") != std::string::npos);
     CHECK(read_file(file) == secret);
@@ -1786,9 +1787,13 @@ TEST_CASE("compile-cache keygen: a new secret key file of mode 0600, never over 
 
     // A name that starts with '#' would make its trusted-keys line a comment: refused, no file made.
     process_result const comment = tool({"keygen", (root.path() / "k3").string(), "--name", "#2027-rotation"});
-    REQUIRE_EXIT(comment, 1);
+    REQUIRE_EXIT(comment, 2);
     CHECK(comment.err.find("the first not '#' (a comment in a trusted-keys file)") != std::string::npos);
     CHECK_FALSE(fs::exists(root.path() / "k3"));
+    // A file that cannot be made is the file system's refusal: exit 3.
+    process_result const no_folder = tool({"keygen", (root.path() / "no-such-folder" / "k4").string()});
+    REQUIRE_EXIT(no_folder, 3);
+    CHECK(no_folder.err.find("No such file or directory") != std::string::npos);
 }
 
 // (Here rather than at the top: what the signed-entry cases below need.)
