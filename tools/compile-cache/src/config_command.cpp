@@ -107,6 +107,14 @@ std::string const* kept_value(kept_settings const& k, std::string const& prefix,
 
 int run_config(command_line const& c) {
     if (!c.prefix) throw usage_error{"config needs --prefix PREFIX (the host's, e.g. TINYK_CACHE)"};
+    // A prefix names environment variables: letters, digits and _, not first a digit ("" would list "_DIR").
+    bool name_like = !c.prefix->empty() && !(c.prefix->front() >= '0' && c.prefix->front() <= '9');
+    for (char const ch : *c.prefix)
+        name_like = name_like && ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                                  ch == '_');
+    if (!name_like)
+        throw usage_error{"--prefix \"" + printable(*c.prefix) +
+                          "\" is not a prefix of environment variables (letters, digits and _, e.g. TINYK_CACHE)"};
     std::string location;
     cache_kind const kind = c.cache.empty() ? cache_kind::directory : kind_of(c.cache, location);
     std::vector<compile_cache::environment_setting> settings;

@@ -138,3 +138,13 @@ TEST_CASE("compile-cache copy and set: nothing is written into a directory clear
     REQUIRE_EXIT(tool({"clear", other.string()}), 2);
     CHECK(read_file(other / "ab" / "abcdef0123") == "another tool's object\n");
 }
+
+TEST_CASE("compile-cache config: a --prefix that cannot name environment variables is a usage error") {
+    for (char const* prefix : {"", "my cache", "9LIVES", "A=B"}) {
+        process_result const r = tool({"config", "--prefix", prefix});
+        INFO(std::string("--prefix \"") + prefix + "\"");
+        REQUIRE_EXIT(r, 2);
+        CHECK(r.out.empty());
+    }
+    REQUIRE_EXIT(tool({"config", "--prefix", "TINYK_CACHE"}), 0);
+}
