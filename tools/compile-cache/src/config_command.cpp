@@ -70,6 +70,7 @@ struct kept_settings {
     std::string file;      ///< its settings file
     compile_cache::directory_settings values;
     std::string ignored; ///< why the file is not used, when it is not
+    std::vector<std::string> bad; ///< its values hosts ignore (for the default), each with why
 };
 
 kept_settings read_kept(std::string const& prefix, std::string const& cache, cache_kind kind) {
@@ -88,6 +89,18 @@ kept_settings read_kept(std::string const& prefix, std::string const& cache, cac
     if (compile_cache::read_directory_settings(
             k.directory, group ? compile_cache::sharing::group : compile_cache::sharing::owner_only, k.values, why) != 0)
         k.ignored = k.file + " " + why + ": hosts ignore it";
+    // A value no host takes is not in effect: hosts use the default (apply_directory_settings_file).
+    for (auto it = k.values.values.begin(); it != k.values.values.end();) {
+        std::string const why_bad = compile_cache::find_directory_setting(it->first) == nullptr
+                                        ? std::string()
+                                        : compile_cache::check_directory_setting(it->first, it->second);
+        if (why_bad.empty()) {
+            ++it;
+            continue;
+        }
+        k.bad.push_back(k.file + ": " + it->first + " = \"" + it->second + "\" " + why_bad + ": hosts use the default");
+        it = k.values.values.erase(it);
+    }
     return k;
 }
 
@@ -167,6 +180,11 @@ int run_config(command_line const& c) {
         j.begin_object().field("prefix", *c.prefix).field("storage", storage).key("settings_file");
         if (kept.file.empty()) j.null(); else j.value(kept.file);
         if (!kept.ignored.empty()) j.field("settings_file_ignored", kept.ignored);
+        if (!kept.bad.empty()) {
+            j.key("settings_file_values_ignored").begin_array();
+            for (std::string const& b : kept.bad) j.value(b);
+            j.end_array();
+        }
         j.key("settings").begin_array();
         for (auto const& s : settings) {
             effective const e = effective_of(s);
@@ -193,6 +211,7 @@ int run_config(command_line const& c) {
                              : "the directory's settings file " + printable(kept.file);
     out += ", else the default the description gives:\n" + t.str();
     if (!kept.ignored.empty()) out += "note: " + printable(kept.ignored) + "\n";
+    for (std::string const& b : kept.bad) out += "note: " + printable(b) + "\n";
     std::fputs(out.c_str(), stdout);
     return exit_ok;
 }

@@ -148,3 +148,26 @@ TEST_CASE("compile-cache config: a --prefix that cannot name environment variabl
     }
     REQUIRE_EXIT(tool({"config", "--prefix", "TINYK_CACHE"}), 0);
 }
+
+TEST_CASE("compile-cache config: a value in the settings file no host takes is not shown in effect") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    input_test_entries(dir, 1);
+    fs::path const file = dir / ".cc-settings";
+    write_file(file, "max-size = banana\ndurability = full\n");
+    fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+    process_result const r = tool({"config", "--prefix", "TINYK_CACHE", dir.string(), "--json"});
+    REQUIRE_EXIT(r, 0);
+    auto const setting = [&](char const* name) {
+        return json_query(r.out, std::string("[(s['value'], s['from']) for s in d['settings'] if s['name'] == '") +
+                                     name + "']");
+    };
+    // Hosts take the default for it, and say so in one line: so does config.
+    CHECK(setting("TINYK_CACHE_MAX_SIZE") == "[(None, 'default')]");
+    CHECK(setting("TINYK_CACHE_DURABILITY") == "[('full', 'settings file')]");
+    CHECK(json_query(r.out, "'banana' in d['settings_file_values_ignored'][0]") == "True");
+    process_result const text = tool({"config", "--prefix", "TINYK_CACHE", dir.string()});
+    REQUIRE_EXIT(text, 0);
+    CHECK(text.out.find("= banana") == std::string::npos);
+    CHECK(text.out.find("hosts use the default") != std::string::npos);
+}
