@@ -282,8 +282,10 @@ int open_directory(std::string const& dir, cache_use use, opened_cache& out) {
     out.directory = dir;
     if (use == cache_use::write) {
         std::error_code ec;
-        std::filesystem::create_directories(dir, ec); // copy's destination: made when it is not there
+        // copy's destination: made when it is not there, of mode 0700 as a host makes it (directory_options)
+        bool const made = std::filesystem::create_directories(dir, ec);
         if (ec) return fail(dir + ": cannot make it: " + ec.message(), exit_failed);
+        if (made) std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);
     }
     auto handle = std::make_shared<directory_handle>();
     handle->path = dir;

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -170,4 +171,16 @@ TEST_CASE("compile-cache config: a value in the settings file no host takes is n
     REQUIRE_EXIT(text, 0);
     CHECK(text.out.find("= banana") == std::string::npos);
     CHECK(text.out.find("hosts use the default") != std::string::npos);
+}
+
+TEST_CASE("compile-cache copy: a destination directory it makes is its owner's alone, as a host makes one") {
+    temp_dir root("compile-cache-test");
+    fs::path const src = root.path() / "src";
+    input_test_entries(src, 2);
+    fs::path const dst = root.path() / "new-cache";
+    mode_t const old_mask = ::umask(022); // (the usual mask, which leaves a folder readable by all)
+    process_result const r = tool({"copy", src.string(), dst.string()});
+    ::umask(old_mask);
+    REQUIRE_EXIT(r, 0);
+    CHECK((compile_cache_test::mode_of(dst) & 077u) == 0);
 }
