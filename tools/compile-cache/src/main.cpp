@@ -125,7 +125,8 @@ char const* const help_tail =
     "32 hex digits), claims whose owner is gone (DIR/ab/<hex key>.claim) and markers whose\n"
     "pack is gone (DIR/.cc-records/<hex>, verify --remove) is ever deleted, and nothing is\n"
     "deleted in a directory that is not a\n"
-    "compile_cache one; clear and prune exit 3 when they could not delete what they meant to.\n"
+    "compile_cache one, nor written by copy or set in one with entries but no ledger (.cc-stats);\n"
+    "clear and prune exit 3 when they could not delete what they meant to.\n"
     "Reading an entry does not change its use time.\n"
     "\n";
 
