@@ -1001,8 +1001,12 @@ int report_cleanup(command_line const& c, opened_cache const& cache, clear_resul
         j.field("not_removed", r.not_removed).end_object();
         std::fputs(j.str().c_str(), stdout);
     } else {
+        // Its bytes are every file's it removed, identity records' too; a directory's as they counted against
+        // the limit (whole blocks), which stats names so, as it does the entries' own bytes.
         std::string out = "removed " + std::to_string(r.removed) + (r.removed == 1 ? " entry" : " entries") + " (" +
-                          human_size(r.removed_bytes) + ")";
+                          human_size(r.removed_bytes) +
+                          (dir ? " counted against the limit, identity records included)"
+                               : ", identity records included)");
         if (dir)
             out += " and " + std::to_string(r.temp_files_removed) + " temp " + (r.temp_files_removed == 1 ? "file" : "files");
         out += "\n";

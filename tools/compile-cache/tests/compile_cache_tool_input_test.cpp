@@ -20,11 +20,13 @@ using namespace compile_cache_tool_test;
 
 namespace {
 
-/// make_entries DIR COUNT: COUNT real entries written through the library.
-void input_test_entries(fs::path const& dir, int count) {
+/// make_entries DIR COUNT: COUNT real entries written through the library (with `records`,
+/// each kernel's identity record too, in a pack).
+void input_test_entries(fs::path const& dir, int count, bool records = false) {
     process_spec spec;
     spec.argv = {MAKE_ENTRIES, dir.string(), std::to_string(count)};
     spec.env = tool_environment();
+    if (records) spec.env.push_back("MAKE_ENTRIES_WITH_RECORDS=1");
     spec.timeout = std::chrono::milliseconds(120000);
     process_result const r = run_process(spec);
     REQUIRE_EXIT(r, 0);
@@ -183,4 +185,23 @@ TEST_CASE("compile-cache copy: a destination directory it makes is its owner's a
     ::umask(old_mask);
     REQUIRE_EXIT(r, 0);
     CHECK((compile_cache_test::mode_of(dst) & 077u) == 0);
+}
+
+TEST_CASE("compile-cache clear: the size it says it removed is named as stats names it, not as the entries' own") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    input_test_entries(dir, 3, true);
+    process_result const stats = tool({"stats", dir.string()});
+    REQUIRE_EXIT(stats, 0);
+    // "570 B (570 bytes); 16 KiB counted against the limit (whole 4 KiB blocks)": the entries' bytes, then
+    // their files' and the pack of records', in whole blocks. clear removed the latter and said "(16 KiB)".
+    std::string const size = line_starting(stats.out, "size");
+    std::size_t const from = size.find("; "), to = size.find(" counted against the limit");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    std::string const accounted = size.substr(from + 2, to - from - 2);
+    process_result const cleared = tool({"clear", dir.string()});
+    REQUIRE_EXIT(cleared, 0);
+    INFO(cleared.out);
+    CHECK(cleared.out.rfind("removed 3 entries (" + accounted + " counted against the limit", 0) == 0);
 }
