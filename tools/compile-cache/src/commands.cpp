@@ -460,6 +460,15 @@ void sort_for_list(std::vector<read_entry>& entries, std::string const& sort) {
     });
 }
 
+/// list's status: exit_failed (said) when the storage refused to read some of `entries`, else exit_ok.
+int unread_status(opened_cache const& cache, std::vector<read_entry> const& entries) {
+    std::size_t const unread = static_cast<std::size_t>(
+        std::count_if(entries.begin(), entries.end(), [](read_entry const& e) { return e.check.read_failed; }));
+    if (unread == 0) return exit_ok;
+    return fail(cache.shown + ": could not read " + std::to_string(unread) + (unread == 1 ? " entry" : " entries"),
+                exit_failed);
+}
+
 int run_list(command_line const& c) {
     compile_cache::envelope_auth auth;
     if (!auth_from(c, auth)) return exit_usage;
@@ -486,7 +495,7 @@ int run_list(command_line const& c) {
         }
         j.end_array().field("total_bytes", total).end_object();
         std::fputs(j.str().c_str(), stdout);
-        return exit_ok;
+        return unread_status(lc.cache, entries);
     }
     // Compressed entries (zstd) add a column: the size each entry would have uncompressed.
     bool const any_compressed = std::any_of(entries.begin(), entries.end(),
@@ -512,7 +521,7 @@ int run_list(command_line const& c) {
         out += " (and " + std::to_string(lc.listing.records.size()) + " identity records, not listed)";
     out += "\n";
     std::fputs(out.c_str(), stdout);
-    return exit_ok;
+    return unread_status(lc.cache, entries);
 }
 
 // ---- show --------------------------------------------------------------------
@@ -969,6 +978,15 @@ int run_verify(command_line const& c) {
     else
         print_verification_text(c.remove, lc.cache, lc.listing, auth.keyed(), trusted.given(), v);
     if (v.removal_failed) return exit_failed;
+    // Entries the storage would not let it read are not checked: a failure, which --allow-unchecked does not
+    // make a success.
+    std::uint64_t const unread = static_cast<std::uint64_t>(std::count_if(
+        v.unchecked.begin(), v.unchecked.end(), [](verified_entry const& e) { return e.check.read_failed; }));
+    if (unread != 0)
+        return fail(lc.cache.shown + ": could not read " + std::to_string(unread) +
+                        (unread == 1 ? " entry or identity record" : " entries or identity records") +
+                        ", so verify did not check them",
+                    exit_failed);
     // An untrusted signer's entry is one the keys given cannot check: as unchecked.
     return verify_status(!v.bad.empty(), !v.unchecked.empty() || !v.untrusted.empty(), c.allow_unchecked);
 }

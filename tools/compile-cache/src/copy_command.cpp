@@ -54,6 +54,7 @@ struct copy_tally {
     std::uint64_t already = 0;  ///< in DST with the same bytes: not written again
     std::uint64_t filtered = 0; ///< left out by --name or --since
     std::uint64_t bad = 0, unchecked = 0;
+    std::uint64_t unread = 0; ///< of the unchecked, those SRC refused to read
     std::uint64_t failed = 0, failed_records = 0; ///< refused by DST: entries and records; of them, records
     std::vector<std::string> unchecked_causes;
     std::error_code first_failure;
@@ -121,6 +122,7 @@ void copy_one(command_line const& c, listed_cache const& src, opened_cache const
             if (!c.json) std::printf("skipped: %s: %s\n", src.cache.entry_label(e.name).c_str(), check.problem.c_str());
         } else {
             ++t.unchecked;
+            t.unread += check.read_failed ? 1 : 0;
             std::string cause = unchecked_cause(check);
             if (std::find(t.unchecked_causes.begin(), t.unchecked_causes.end(), cause) == t.unchecked_causes.end())
                 t.unchecked_causes.push_back(std::move(cause));
@@ -235,6 +237,11 @@ int run_copy(command_line const& c) {
     print_copy_summary(c, src, dst.cache, t);
     if (t.failed != 0)
         return fail(dst.cache.shown + ": refused " + refused_text(t) + ": " + t.first_failure.message(), exit_failed);
+    if (t.unread != 0)
+        return fail(src.cache.shown + ": could not read " + std::to_string(t.unread) +
+                        (t.unread == 1 ? " entry or identity record" : " entries or identity records") +
+                        ", so they were not copied",
+                    exit_failed);
     if (t.bad != 0) return exit_bad_entries;
     return t.unchecked != 0 ? exit_unchecked : exit_ok;
 }

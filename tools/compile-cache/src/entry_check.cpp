@@ -137,6 +137,7 @@ checked_entry read_and_check(opened_cache const& cache, listed_entry const& e, c
         c.result = verdict::unchecked;
         c.problem = "cannot read it: " + r.error.message();
         c.read_cause = "entries it could not read";
+        c.read_failed = true;
         break;
     }
     bytes.clear();

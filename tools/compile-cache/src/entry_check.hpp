@@ -37,6 +37,7 @@ struct checked_entry {
     std::string problem; ///< for bad and unchecked: why, one phrase
     std::string read_cause; ///< unchecked for want of a read: what such entries are (unchecked_cause)
     bool gone = false;      ///< unchecked: not there any more (evicted or removed since the listing)
+    bool read_failed = false; ///< unchecked: the storage refused the read (an I/O error, a server's): exit 3
     compile_cache::opened_envelope envelope; ///< its payload view is cleared: only sizes are kept
     std::uint64_t file_size = 0;
     std::uint64_t payload_size = 0;

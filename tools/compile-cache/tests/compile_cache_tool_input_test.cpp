@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -204,4 +205,51 @@ TEST_CASE("compile-cache clear: the size it says it removed is named as stats na
     REQUIRE_EXIT(cleared, 0);
     INFO(cleared.out);
     CHECK(cleared.out.rfind("removed 3 entries (" + accounted + " counted against the limit", 0) == 0);
+}
+
+namespace {
+
+/// compile-cache ARGS... as user nobody when the tests run as root (setpriv), so that permission bits hold; as
+/// this user otherwise. Nullopt (with a warning) where root has no setpriv.
+std::optional<process_result> tool_as_nobody(std::vector<std::string> const& args) {
+    if (::geteuid() != 0) return tool(args);
+    if (::access("/usr/bin/setpriv", X_OK) != 0) {
+        WARN("setpriv is not there to run the tool as another user; not run");
+        return std::nullopt;
+    }
+    process_spec spec;
+    spec.argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", COMPILE_CACHE_TOOL};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.env = tool_environment();
+    spec.timeout = std::chrono::milliseconds(120000);
+    return run_process(spec);
+}
+
+} // namespace
+
+TEST_CASE("compile-cache verify --allow-unchecked, list and copy: entries it may not read are exit 3") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    input_test_entries(dir, 3);
+    // Everything readable by the tool's user (as root: nobody), but for one entry file no one but root reads.
+    fs::permissions(root.path(), fs::perms(0777));
+    fs::permissions(dir, fs::perms(0777));
+    std::string unreadable;
+    for (auto const& e : fs::recursive_directory_iterator(dir)) {
+        fs::permissions(e.path(), e.is_directory() ? fs::perms(0777) : fs::perms(0666));
+        if (e.is_regular_file() && e.path().parent_path() != dir) unreadable = e.path().string();
+    }
+    REQUIRE(!unreadable.empty());
+    fs::permissions(unreadable, fs::perms::none);
+    // --allow-unchecked is for entries it cannot judge (no secret, no trusted keys): a refused read is no such.
+    std::optional<process_result> const verified = tool_as_nobody({"verify", dir.string(), "--allow-unchecked"});
+    if (!verified) return;
+    REQUIRE_EXIT(*verified, 3);
+    CHECK(verified->err.find("could not read 1 entry") != std::string::npos);
+    std::optional<process_result> const listed = tool_as_nobody({"list", dir.string()});
+    REQUIRE_EXIT(*listed, 3);
+    CHECK(count_lines(listed->out, "(not checked)") == "1");
+    std::optional<process_result> const copied = tool_as_nobody({"copy", dir.string(), (root.path() / "dst").string()});
+    REQUIRE_EXIT(*copied, 3);
+    CHECK(copied->out.find("copied 2 entries") != std::string::npos);
 }
