@@ -660,7 +660,8 @@ int run_show(command_line const& c) {
     if (f == nullptr) return exit_usage;
     std::string bytes;
     checked_entry const e = read_and_check(lc.cache, *f, auth, bytes, &trusted);
-    int const status = e.result == verdict::bad ? exit_bad_entries : exit_ok;
+    // (an entry the storage would not let it read: said by its status row, and exit 3, as list)
+    int const status = e.result == verdict::bad ? exit_bad_entries : e.read_failed ? exit_failed : exit_ok;
     if (c.json) {
         json_writer j;
         begin_document(j, lc.cache);

@@ -44,6 +44,7 @@ struct kernel_records {
     std::vector<read_record> found;
     std::vector<refused_record> refused;
     std::uint64_t unreadable = 0;
+    std::uint64_t refused_reads = 0; ///< of the unreadable, those the storage refused to read (exit 3)
 };
 
 /// Step 1: the identity records that name `name`, read and checked, by origin file; with
@@ -61,6 +62,7 @@ kernel_records records_naming(opened_cache const& cache, cache_listing const& l,
         if (rr.status != compile_cache::read_status::found || env.status != compile_cache::envelope_status::ok ||
             !(env.stored_key == rk.k) || env.metadata.format_id != compile_cache::identity_record_format) {
             ++out.unreadable;
+            out.refused_reads += rr.status == compile_cache::read_status::error ? 1 : 0;
             continue;
         }
         if (env.metadata.name != name) continue;
@@ -210,10 +212,20 @@ int run_explain(command_line const& c) {
     std::set<std::string> present;
     for (listed_entry const& e : lc.listing.entries) present.insert(e.name);
     kernel_records const k = records_naming(lc.cache, lc.listing, c.kernel_name, auth, trusted);
+    // Records the storage would not let it read may be the kernel's: what is shown may be incomplete, and
+    // "no record names it" would not be known (exit 3, as list and verify).
+    auto const refused_reads = [&] {
+        return fail(lc.cache.shown + ": could not read " + std::to_string(k.refused_reads) +
+                        (k.refused_reads == 1 ? " identity record" : " identity records") +
+                        " (the storage refused); the history shown may be incomplete",
+                    exit_failed);
+    };
     if (c.json) {
         print_explain_json(lc.cache, c.kernel_name, k, present, trusted);
+        if (k.refused_reads != 0) return refused_reads();
         return k.found.empty() ? exit_usage : exit_ok;
     }
+    if (k.refused_reads != 0 && k.found.empty()) return refused_reads();
     if (k.found.empty()) {
         std::string why = "no identity record";
         if (!k.refused.empty()) why += " a host that trusts these keys reads";
@@ -224,7 +236,7 @@ int run_explain(command_line const& c) {
         return fail(why, exit_usage);
     }
     print_explain_text(c.kernel_name, k, present, trusted);
-    return exit_ok;
+    return k.refused_reads != 0 ? refused_reads() : exit_ok;
 }
 
 } // namespace compile_cache_tool

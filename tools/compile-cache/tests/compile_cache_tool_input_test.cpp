@@ -253,3 +253,23 @@ TEST_CASE("compile-cache verify --allow-unchecked, list and copy: entries it may
     REQUIRE_EXIT(*copied, 3);
     CHECK(copied->out.find("copied 2 entries") != std::string::npos);
 }
+
+TEST_CASE("compile-cache show: an entry the file system will not let it read is exit 3, not shown as fine") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    input_test_entries(dir, 1);
+    fs::permissions(root.path(), fs::perms(0777));
+    fs::permissions(dir, fs::perms(0777));
+    std::string unreadable;
+    for (auto const& e : fs::recursive_directory_iterator(dir)) {
+        fs::permissions(e.path(), e.is_directory() ? fs::perms(0777) : fs::perms(0666));
+        if (e.is_regular_file() && e.path().parent_path() != dir) unreadable = e.path().string();
+    }
+    REQUIRE(!unreadable.empty());
+    fs::permissions(unreadable, fs::perms::none);
+    std::string const key = fs::path(unreadable).filename().string();
+    std::optional<process_result> const shown = tool_as_nobody({"show", dir.string(), key.substr(0, 8)});
+    if (!shown) return;
+    REQUIRE_EXIT(*shown, 3);
+    CHECK(shown->out.find("cannot read it: Permission denied") != std::string::npos);
+}
