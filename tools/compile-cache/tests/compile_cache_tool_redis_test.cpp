@@ -204,6 +204,31 @@ TEST_CASE("compile-cache runs as the tool user docs/remote.md gives, and a reade
     CHECK(a({"DBSIZE"}) == "0");
 }
 
+TEST_CASE("compile-cache on a Redis user that may list but not read: list, show, verify and explain exit 3",
+          "[compile-cache][redis]") {
+    server acl;
+    admin a(acl.port());
+    std::string const host = "127.0.0.1:" + std::to_string(acl.port());
+    std::vector<std::string> const keys = lines_of(fill_cache({"redis://" + host, "2", "compile_cache"}));
+    REQUIRE(keys.size() == 2);
+    // The tool user of docs/remote.md without GETRANGE: every read is refused (NOPERM).
+    REQUIRE(a({"ACL", "SETUSER", "lister", "on", ">lister-password", "~compile_cache:*", "+scan", "+object|idletime",
+               "+strlen", "+cluster|slots", "+asking", "+select"}) == "OK");
+    compile_cache_test::temp_dir dir;
+    compile_cache_test::write_file(dir.path() / "lister.pw", "lister-password");
+    std::string const password = "--password-file=" + (dir.path() / "lister.pw").string();
+    std::string const url = "redis://lister@" + host;
+    process_result const listed = tool({"list", url, password});
+    REQUIRE_EXIT(listed, 3);
+    CHECK(listed.err.find("could not read 2 entries") != std::string::npos);
+    REQUIRE_EXIT(tool({"show", url, keys[0].substr(0, 12), password}), 3);
+    REQUIRE_EXIT(tool({"verify", url, password, "--allow-unchecked"}), 3);
+    // Whether a record it could not read names kernel_0 is not known: not "no record names it" (exit 2).
+    process_result const explained = tool({"explain", url, "kernel_0", password});
+    REQUIRE_EXIT(explained, 3);
+    CHECK(explained.err.find("could not read 2 identity records") != std::string::npos);
+}
+
 TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file and a Redis cluster and back, byte for "
           "byte",
           "[compile-cache][redis]") {
