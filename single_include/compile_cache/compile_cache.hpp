@@ -454,13 +454,21 @@ namespace compile_cache::detail {
 
 COMPILE_CACHE_DECL std::string lower(std::string_view s);
 
+/// `s` without the spaces and tabs around it.
+inline std::string_view trim_blanks(std::string_view s) noexcept {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
 /// The value of an environment variable; empty when unset.
 COMPILE_CACHE_DECL std::string getenv_string(std::string const& name);
 
 /// The names of the environment variables set now whose name starts with `prefix`.
 COMPILE_CACHE_DECL std::vector<std::string> environment_names_with_prefix(std::string_view prefix);
 
-/// Unset, empty, `0`, `off`, `false` and `no` (any case) switch a setting off.
+/// Unset, empty, `0`, `off`, `false` and `no` (any case, blanks around them ignored) switch
+/// a setting off.
 COMPILE_CACHE_DECL bool is_off(std::string_view value);
 
 /// The one line for a process-wide implementation switch (COMPILE_CACHE_SHA256,
@@ -468,7 +476,7 @@ COMPILE_CACHE_DECL bool is_off(std::string_view value);
 COMPILE_CACHE_DECL void report_unknown_implementation(char const* variable, char const* value,
                                                      char const* accepted) noexcept;
 
-/// `1`, `on`, `true` and `yes` (any case) switch a setting on.
+/// `1`, `on`, `true` and `yes` (any case, blanks around them ignored) switch a setting on.
 COMPILE_CACHE_DECL bool is_on(std::string_view value);
 
 } // namespace compile_cache::detail
@@ -520,7 +528,7 @@ std::string getenv_string(std::string const& name) {
 }
 
 bool is_off(std::string_view value) {
-    std::string v = lower(value);
+    std::string v = lower(trim_blanks(value));
     return v.empty() || v == "0" || v == "off" || v == "false" || v == "no";
 }
 
@@ -532,7 +540,7 @@ void report_unknown_implementation(char const* variable, char const* value, char
 }
 
 bool is_on(std::string_view value) {
-    std::string v = lower(value);
+    std::string v = lower(trim_blanks(value));
     return v == "1" || v == "on" || v == "true" || v == "yes";
 }
 
@@ -4081,6 +4089,313 @@ concept Resolver = std::is_default_constructible_v<R> && detail::has_to_referenc
 // compile_cache: registry, the default Resolver. It knows the live kernels by key,
 // shared objects by name and singletons by a name-based uuid; it owns none of them.
 
+// ---- begin compile_cache/detail/fork_shared_mutex.hpp
+// compile_cache: a reader-writer lock that a fork takes first, for state a forked child
+// must never wait on for ever (a registry's, a memory storage's: docs/design.md, "Forks").
+
+// ---- begin compile_cache/detail/fork_handlers.hpp
+// compile_cache: one pthread_atfork for the library's fork handlers, run in one order
+// whichever of its parts a process used first.
+
+
+namespace compile_cache::detail {
+
+/// The parts of the library with fork handlers, in the order their `prepare` runs before
+/// a fork (`parent` and `child` run after it in the reverse order). A tier's worker comes
+/// first: its `prepare` lets a job under way end, and that job may need the local
+/// storage's mutexes (a directory's, a SQLite file's, a memory storage's), which theirs
+/// then take. The registries' and memory storages' reader-writer locks come last: no
+/// thread takes another lock while it holds one (docs/design.md, "Forks").
+enum class fork_stage : unsigned {
+    tier_workers = 0,
+    directory_storages = 1,
+    sqlite_storages = 2,
+    reader_writer_locks = 3
+};
+inline constexpr unsigned fork_stage_count = 4;
+
+/// One part's handlers; each must not throw.
+struct fork_handlers {
+    void (*prepare)() noexcept;
+    void (*parent)() noexcept;
+    void (*child)() noexcept;
+};
+
+/// Makes `handlers` run at every fork from now on, in `stage`'s place; called once per
+/// stage. The first call installs the library's one pthread_atfork; false when that
+/// failed (then no handler of the library runs at a fork).
+COMPILE_CACHE_DECL bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept;
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/fork_handlers.ipp
+// compile_cache: the definitions of detail/fork_handlers.hpp's functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <pthread.h>
+
+#include <atomic>
+
+namespace compile_cache::detail {
+
+/// The handlers installed, by stage. Trivially destructible: a fork may come at exit.
+struct fork_handler_table {
+    fork_handlers handlers[fork_stage_count] = {};
+    std::atomic<bool> installed[fork_stage_count] = {};
+};
+COMPILE_CACHE_DECL fork_handler_table& the_fork_handler_table() noexcept;
+fork_handler_table& the_fork_handler_table() noexcept {
+    static fork_handler_table table;
+    return table;
+}
+
+COMPILE_CACHE_DECL void run_fork_prepare() noexcept;
+void run_fork_prepare() noexcept {
+    fork_handler_table& t = the_fork_handler_table();
+    for (unsigned i = 0; i < fork_stage_count; ++i)
+        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].prepare();
+}
+
+COMPILE_CACHE_DECL void run_fork_parent() noexcept;
+void run_fork_parent() noexcept {
+    fork_handler_table& t = the_fork_handler_table();
+    for (unsigned i = fork_stage_count; i-- > 0;)
+        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].parent();
+}
+
+COMPILE_CACHE_DECL void run_fork_child() noexcept;
+void run_fork_child() noexcept {
+    fork_handler_table& t = the_fork_handler_table();
+    for (unsigned i = fork_stage_count; i-- > 0;)
+        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].child();
+}
+
+bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
+    static bool const installed = ::pthread_atfork(&run_fork_prepare, &run_fork_parent, &run_fork_child) == 0;
+    if (!installed) return false;
+    fork_handler_table& t = the_fork_handler_table();
+    auto const i = static_cast<unsigned>(stage);
+    if (t.installed[i].load(std::memory_order_acquire)) return true;
+    t.handlers[i] = handlers;
+    t.installed[i].store(true, std::memory_order_release);
+    return true;
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/fork_handlers.ipp
+// ---- end compile_cache/detail/fork_handlers.hpp
+
+#include <chrono>
+#include <cstddef>
+#include <new>
+#include <shared_mutex>
+#include <type_traits>
+
+namespace compile_cache::detail {
+
+/// Bumped in a forked child whose fork could not take the list of fork_shared_mutexes
+/// (then none was taken): every one made before is lost there. Written only by the
+/// child's fork handler, while the child has one thread.
+inline unsigned& fork_shared_mutex_epoch() noexcept {
+    static unsigned epoch = 0; // (constant-initialized: no guard on the read)
+    return epoch;
+}
+
+/// A reader-writer lock (Lockable and SharedLockable) that a fork handles: the fork's
+/// prepare (stage reader_writer_locks) takes every one alive exclusively, all within one
+/// bound (fork_wait), so that a child starts with each as some thread left it between two
+/// calls. One that another thread held through the bound is lost in the child: what it
+/// guards may be half changed there, so its owner checks lost() (a load) before taking it,
+/// and then neither touches nor destroys what it guards (abandonable). Lost stays lost in
+/// that process and its own children. Neither copyable nor movable: it is one object's.
+class fork_shared_mutex {
+public:
+    /// How long a fork waits at most for all of them together.
+    static constexpr std::chrono::milliseconds fork_wait{250};
+
+    COMPILE_CACHE_DECL fork_shared_mutex() noexcept;
+    COMPILE_CACHE_DECL ~fork_shared_mutex();
+    fork_shared_mutex(fork_shared_mutex const&) = delete;
+    fork_shared_mutex& operator=(fork_shared_mutex const&) = delete;
+
+    /// Whether this process is a child forked while another thread held this lock.
+    bool lost() const noexcept { return lost_ || epoch_ != fork_shared_mutex_epoch(); }
+
+    void lock() { mutex_.lock(); }
+    bool try_lock() { return mutex_.try_lock(); }
+    void unlock() { mutex_.unlock(); }
+    void lock_shared() { mutex_.lock_shared(); }
+    bool try_lock_shared() { return mutex_.try_lock_shared(); }
+    void unlock_shared() { mutex_.unlock_shared(); }
+
+    /// The fork handlers, for every one alive.
+    COMPILE_CACHE_DECL static void before_fork() noexcept;
+    COMPILE_CACHE_DECL static void after_fork_in_parent() noexcept;
+    COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
+
+private:
+    std::shared_timed_mutex mutex_;
+    fork_shared_mutex* prev_ = nullptr; ///< the list of those alive (intrusive: joining it never fails)
+    fork_shared_mutex* next_ = nullptr;
+    unsigned epoch_ = 0;
+    bool lost_ = false;          ///< written only by the child's fork handler
+    bool held_for_fork_ = false; ///< the fork under way took it
+};
+
+/// Makes a copy of `size` bytes, kept for the process's life where a leak checker sees it:
+/// what an abandoned object points to then stays reachable. Nothing when memory is short.
+COMPILE_CACHE_DECL void keep_abandoned_bytes(void const* bytes, std::size_t size) noexcept;
+
+/// A T that its owner may leave undestroyed (abandon): what a lost fork_shared_mutex
+/// guarded may be half changed, and destroying it could crash.
+template <class T>
+class abandonable {
+public:
+    abandonable() noexcept(std::is_nothrow_default_constructible_v<T>) { ::new (static_cast<void*>(storage_)) T(); }
+    ~abandonable() {
+        if (!abandoned_) get().~T();
+    }
+    abandonable(abandonable const&) = delete;
+    abandonable& operator=(abandonable const&) = delete;
+
+    T& get() noexcept { return *std::launder(reinterpret_cast<T*>(storage_)); }
+    T const& get() const noexcept { return *std::launder(reinterpret_cast<T const*>(storage_)); }
+    T* operator->() noexcept { return &get(); }
+    T const* operator->() const noexcept { return &get(); }
+
+    /// From now on, T is never destroyed (nor to be used).
+    void abandon() noexcept {
+        if (abandoned_) return;
+        abandoned_ = true;
+        keep_abandoned_bytes(storage_, sizeof(T));
+    }
+
+private:
+    alignas(T) unsigned char storage_[sizeof(T)];
+    bool abandoned_ = false;
+};
+
+} // namespace compile_cache::detail
+
+// ---- begin compile_cache/detail/impl/fork_shared_mutex.ipp
+// compile_cache: the definitions of detail/fork_shared_mutex.hpp's functions; included by it alone
+// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
+#if COMPILE_CACHE_INCLUDE_IMPL
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+namespace compile_cache::detail {
+
+/// Every fork_shared_mutex alive, for the fork handlers; never destroyed (a fork may come
+/// at exit).
+struct fork_shared_mutex_list {
+    std::timed_mutex mutex; ///< held only to link, to unlink, and through a fork
+    fork_shared_mutex* head = nullptr;
+    bool held = false; ///< the fork under way took `mutex`
+};
+COMPILE_CACHE_DECL fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept;
+fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept {
+    static fork_shared_mutex_list* const list = [] {
+        auto* l = new fork_shared_mutex_list;
+        (void)install_fork_handlers(fork_stage::reader_writer_locks,
+                                    {&fork_shared_mutex::before_fork, &fork_shared_mutex::after_fork_in_parent,
+                                     &fork_shared_mutex::after_fork_in_child});
+        return l;
+    }();
+    return *list;
+}
+
+fork_shared_mutex::fork_shared_mutex() noexcept {
+    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
+    // (Its holders are bounded: another link or unlink, or a fork's prepare.)
+    std::lock_guard<std::timed_mutex> const lock(l.mutex);
+    epoch_ = fork_shared_mutex_epoch();
+    next_ = l.head;
+    if (next_) next_->prev_ = this;
+    l.head = this;
+}
+
+fork_shared_mutex::~fork_shared_mutex() {
+    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
+    std::lock_guard<std::timed_mutex> const lock(l.mutex);
+    if (epoch_ != fork_shared_mutex_epoch()) return; // (not in the list made anew in this child)
+    if (prev_) prev_->next_ = next_;
+    else l.head = next_;
+    if (next_) next_->prev_ = prev_;
+}
+
+void fork_shared_mutex::before_fork() noexcept {
+    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
+    auto const until = std::chrono::steady_clock::now() + fork_wait;
+    try {
+        l.held = l.mutex.try_lock_until(until);
+        if (!l.held) return;
+        for (fork_shared_mutex* m = l.head; m; m = m->next_)
+            m->held_for_fork_ = !m->lost() && m->mutex_.try_lock_until(until);
+    } catch (...) { // (std::system_error: not taken)
+    }
+}
+
+void fork_shared_mutex::after_fork_in_parent() noexcept {
+    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
+    if (!l.held) return;
+    for (fork_shared_mutex* m = l.head; m; m = m->next_)
+        if (m->held_for_fork_) {
+            m->held_for_fork_ = false;
+            m->mutex_.unlock();
+        }
+    l.held = false;
+    l.mutex.unlock();
+}
+
+// Nothing here allocates. Each lock is made anew rather than unlocked: glibc tells a
+// writer's unlock from a reader's by the thread id, which the child's one thread does not
+// share with the thread that took it.
+void fork_shared_mutex::after_fork_in_child() noexcept {
+    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
+    if (!l.held) { // none was taken, and the list may be half changed: all are lost
+        ++fork_shared_mutex_epoch();
+        ::new (&l.mutex) std::timed_mutex;
+        l.head = nullptr;
+        return;
+    }
+    for (fork_shared_mutex* m = l.head; m; m = m->next_) {
+        if (!m->held_for_fork_) m->lost_ = true; // its holder is not in this process
+        m->held_for_fork_ = false;
+        ::new (&m->mutex_) std::shared_timed_mutex;
+    }
+    l.held = false;
+    l.mutex.unlock();
+}
+
+/// The copies keep_abandoned_bytes made, each block starting with the address of the one
+/// before.
+inline std::atomic<void*>& abandoned_bytes_head() noexcept {
+    static std::atomic<void*> head{nullptr};
+    return head;
+}
+
+void keep_abandoned_bytes(void const* bytes, std::size_t size) noexcept {
+    void* const block = std::malloc(sizeof(void*) + size);
+    if (!block) return;
+    std::memcpy(static_cast<unsigned char*>(block) + sizeof(void*), bytes, size);
+    std::atomic<void*>& head = abandoned_bytes_head();
+    void* old = head.load(std::memory_order_relaxed);
+    do std::memcpy(block, &old, sizeof(void*));
+    while (!head.compare_exchange_weak(old, block, std::memory_order_release, std::memory_order_relaxed));
+}
+
+} // namespace compile_cache::detail
+
+#endif // COMPILE_CACHE_INCLUDE_IMPL
+// ---- end compile_cache/detail/impl/fork_shared_mutex.ipp
+// ---- end compile_cache/detail/fork_shared_mutex.hpp
 
 
 #include <boost/uuid/name_generator_sha1.hpp>
@@ -4091,7 +4406,6 @@ concept Resolver = std::is_default_constructible_v<R> && detail::has_to_referenc
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <typeindex>
@@ -4111,6 +4425,12 @@ namespace compile_cache {
 /// Every member is thread-safe. A reference is resolved only to an object registered
 /// with the same C++ type; anything else fails the load as a miss.
 ///
+/// In a child forked while another thread of the parent was inside one of its members
+/// (for longer than the fork's wait, 250 ms), the registry knows nothing, for ever, and
+/// never waits: no kernel has a key, no object a name or a reference, so every store or
+/// load through a reference fails as a miss; what registers, binds, removes or records
+/// does nothing (bind is false), and forget and callers_of give nothing.
+///
 /// `registry` is `basic_registry<>`: a class template only so that a translation unit
 /// that includes it without using it does not compile its members (docs/benchmarks.md,
 /// "Header cost"); the parameter means nothing.
@@ -4120,6 +4440,9 @@ public:
     basic_registry() = default;
     basic_registry(basic_registry const&) = delete;
     basic_registry& operator=(basic_registry const&) = delete;
+    ~basic_registry() {
+        if (mutex_.lost()) tables_.abandon(); // (possibly half changed by a thread this process lacks)
+    }
 
     /// Binds a live kernel to its key (replacing any earlier key of that kernel, and
     /// any kernel bound to that key before); true when bound. An empty key (what
@@ -4128,48 +4451,54 @@ public:
     /// to it until it is bound again.
     template <class T>
     bool bind(T const* kernel, key const& k) {
+        if (mutex_.lost()) return false;
         std::unique_lock lock(mutex_);
         unbind_locked(kernel);
         if (k.empty()) return false;
-        auto old = kernels_by_key_.find(k);
-        if (old != kernels_by_key_.end()) keys_by_kernel_.erase(old->second.object);
-        keys_by_kernel_[kernel] = keyed{k, typeid(T)};
-        kernels_by_key_[k] = object_entry{kernel, typeid(T)};
+        auto old = tables_->kernels_by_key.find(k);
+        if (old != tables_->kernels_by_key.end()) tables_->keys_by_kernel.erase(old->second.object);
+        tables_->keys_by_kernel[kernel] = keyed{k, typeid(T)};
+        tables_->kernels_by_key[k] = object_entry{kernel, typeid(T)};
         return true;
     }
 
     /// The key a kernel is bound to, if any.
     template <class T>
     std::optional<key> key_of(T const* kernel) const {
+        if (mutex_.lost()) return std::nullopt;
         std::shared_lock lock(mutex_);
-        auto it = keys_by_kernel_.find(kernel);
-        if (it == keys_by_kernel_.end()) return std::nullopt;
+        auto it = tables_->keys_by_kernel.find(kernel);
+        if (it == tables_->keys_by_kernel.end()) return std::nullopt;
         return it->second.k;
     }
 
     /// The live kernel bound to a key, if it has type T.
     template <class T>
     T* kernel(key const& k) const {
+        if (mutex_.lost()) return nullptr;
         std::shared_lock lock(mutex_);
-        auto it = kernels_by_key_.find(k);
-        if (it == kernels_by_key_.end() || it->second.type != std::type_index(typeid(T))) return nullptr;
+        auto it = tables_->kernels_by_key.find(k);
+        if (it == tables_->kernels_by_key.end() || it->second.type != std::type_index(typeid(T))) return nullptr;
         return static_cast<T*>(const_cast<void*>(it->second.object));
     }
 
     /// Registers a shared object under a name that is stable across processes.
     template <class T>
     void add_shared(std::string name, T* object) {
+        if (mutex_.lost()) return;
         std::unique_lock lock(mutex_);
-        add_named(shared_, std::move(name), object, typeid(T));
+        add_named(tables_->shared, std::move(name), object, typeid(T));
     }
 
     /// Registers a singleton, named by the uuid derived from `name`; loading a reference
     /// to it gives back this very object, so identity comparisons hold.
     template <class T>
     void add_singleton(std::string_view name, T* object) {
+        if (mutex_.lost()) return;
         boost::uuids::uuid id = singleton_id(name);
         std::unique_lock lock(mutex_);
-        add_named(singletons_, std::string(reinterpret_cast<char const*>(id.data), id.size()), object, typeid(T));
+        add_named(tables_->singletons, std::string(reinterpret_cast<char const*>(id.data), id.size()), object,
+                  typeid(T));
     }
 
     /// The name-based (SHA-1, RFC 4122 version 5) uuid of a singleton's name.
@@ -4187,18 +4516,20 @@ public:
     /// destroying an object you registered: the registry knows objects by address, and
     /// a new object at the same address must not inherit the old one's key.
     void remove(void const* object) {
+        if (mutex_.lost()) return;
         std::unique_lock lock(mutex_);
         unbind_locked(object);
-        erase_named(shared_, object);
-        erase_named(singletons_, object);
-        callers_.erase(object);
-        for (auto& [callee, callers] : callers_) callers.erase(object);
+        erase_named(tables_->shared, object);
+        erase_named(tables_->singletons, object);
+        tables_->callers.erase(object);
+        for (auto& [callee, callers] : tables_->callers) callers.erase(object);
     }
 
     /// Drops the key of `kernel` and, transitively, of every kernel recorded as calling
     /// it: their entries can no longer be stored or loaded until bound again. Returns
     /// the kernels whose keys were dropped.
     std::vector<void const*> forget(void const* kernel) {
+        if (mutex_.lost()) return {};
         std::unique_lock lock(mutex_);
         std::vector<void const*> dropped;
         std::unordered_set<void const*> seen{kernel};
@@ -4207,8 +4538,8 @@ public:
             void const* k = work.back();
             work.pop_back();
             if (unbind_locked(k)) dropped.push_back(k);
-            auto callers = callers_.find(k);
-            if (callers == callers_.end()) continue;
+            auto callers = tables_->callers.find(k);
+            if (callers == tables_->callers.end()) continue;
             for (void const* c : callers->second)
                 if (seen.insert(c).second) work.push_back(c);
         }
@@ -4218,15 +4549,17 @@ public:
     /// Records that `caller` refers to `callee` (done for you whenever an artifact holding
     /// a kernel reference is stored or loaded).
     void record_call(void const* caller, void const* callee) {
+        if (mutex_.lost()) return;
         std::unique_lock lock(mutex_);
-        callers_[callee].insert(caller);
+        tables_->callers[callee].insert(caller);
     }
 
     /// The kernels recorded as calling `callee`.
     std::vector<void const*> callers_of(void const* callee) const {
+        if (mutex_.lost()) return {};
         std::shared_lock lock(mutex_);
-        auto it = callers_.find(callee);
-        if (it == callers_.end()) return {};
+        auto it = tables_->callers.find(callee);
+        if (it == tables_->callers.end()) return {};
         return {it->second.begin(), it->second.end()};
     }
 
@@ -4234,10 +4567,11 @@ public:
 
     std::optional<reference> to_reference(void const* object, std::type_info const& type, void const* self) {
         if (object == self && self != nullptr) return reference{reference_kind::self, {}};
+        if (mutex_.lost()) return std::nullopt;
         {
             std::shared_lock lock(mutex_);
             std::type_index t(type);
-            if (auto it = keys_by_kernel_.find(object); it != keys_by_kernel_.end()) {
+            if (auto it = tables_->keys_by_kernel.find(object); it != tables_->keys_by_kernel.end()) {
                 if (it->second.type != t) return std::nullopt;
                 reference r{reference_kind::kernel,
                             std::string(reinterpret_cast<char const*>(it->second.k.data()), it->second.k.size())};
@@ -4245,8 +4579,8 @@ public:
                 if (self) record_call(self, object);
                 return r;
             }
-            if (auto r = find_name(shared_, object, t, reference_kind::shared)) return r;
-            if (auto r = find_name(singletons_, object, t, reference_kind::singleton)) return r;
+            if (auto r = find_name(tables_->shared, object, t, reference_kind::shared)) return r;
+            if (auto r = find_name(tables_->singletons, object, t, reference_kind::singleton)) return r;
         }
         return std::nullopt;
     }
@@ -4261,18 +4595,19 @@ public:
             key k(r.id.data(), r.id.size());
             void const* found = nullptr;
             {
+                if (mutex_.lost()) return nullptr;
                 std::shared_lock lock(mutex_);
-                auto it = kernels_by_key_.find(k);
-                if (it == kernels_by_key_.end() || it->second.type != t) return nullptr;
+                auto it = tables_->kernels_by_key.find(k);
+                if (it == tables_->kernels_by_key.end() || it->second.type != t) return nullptr;
                 found = it->second.object;
             }
             if (self) record_call(self, found);
             return const_cast<void*>(found);
         }
         case reference_kind::shared:
-            return lookup_name(shared_, r.id, t);
+            return lookup_name(tables_->shared, r.id, t);
         case reference_kind::singleton:
-            return lookup_name(singletons_, r.id, t);
+            return lookup_name(tables_->singletons, r.id, t);
         }
         return nullptr;
     }
@@ -4292,11 +4627,12 @@ private:
     };
 
     bool unbind_locked(void const* kernel) {
-        auto it = keys_by_kernel_.find(kernel);
-        if (it == keys_by_kernel_.end()) return false;
-        auto by_key = kernels_by_key_.find(it->second.k);
-        if (by_key != kernels_by_key_.end() && by_key->second.object == kernel) kernels_by_key_.erase(by_key);
-        keys_by_kernel_.erase(it);
+        auto it = tables_->keys_by_kernel.find(kernel);
+        if (it == tables_->keys_by_kernel.end()) return false;
+        auto by_key = tables_->kernels_by_key.find(it->second.k);
+        if (by_key != tables_->kernels_by_key.end() && by_key->second.object == kernel)
+            tables_->kernels_by_key.erase(by_key);
+        tables_->keys_by_kernel.erase(it);
         return true;
     }
 
@@ -4324,18 +4660,23 @@ private:
     }
 
     void* lookup_name(named_table const& table, std::string const& name, std::type_index t) const {
+        if (mutex_.lost()) return nullptr;
         std::shared_lock lock(mutex_);
         auto it = table.by_name.find(name);
         if (it == table.by_name.end() || it->second.type != t) return nullptr;
         return const_cast<void*>(it->second.object);
     }
 
-    mutable std::shared_mutex mutex_;
-    std::unordered_map<void const*, keyed> keys_by_kernel_;
-    std::unordered_map<key, object_entry> kernels_by_key_;
-    named_table shared_;
-    named_table singletons_;
-    std::unordered_map<void const*, std::unordered_set<void const*>> callers_;
+    struct tables {
+        std::unordered_map<void const*, keyed> keys_by_kernel;
+        std::unordered_map<key, object_entry> kernels_by_key;
+        named_table shared;
+        named_table singletons;
+        std::unordered_map<void const*, std::unordered_set<void const*>> callers;
+    };
+
+    mutable detail::fork_shared_mutex mutex_;
+    detail::abandonable<tables> tables_; ///< not to be touched once mutex_ is lost
 };
 
 using registry = basic_registry<>;
@@ -4373,12 +4714,9 @@ using registry = basic_registry<>;
 namespace compile_cache {
 
 namespace detail {
-/// `s` without the spaces and tabs around it.
-inline std::string_view trim_blanks(std::string_view s) noexcept {
-    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-    return s;
-}
+/// The edit distance (insertions, deletions, substitutions) between `a` and `b`: how a
+/// misspelled setting's name is told from another (2 at most).
+COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b);
 } // namespace detail
 
 /// A setting read from the environment, for a host's --help.
@@ -4408,7 +4746,8 @@ COMPILE_CACHE_DECL std::optional<std::uint64_t> parse_whole_number(std::string_v
 COMPILE_CACHE_DECL std::optional<double> parse_fraction(std::string_view s) noexcept;
 
 /// Parses an on/off word: `1`, `on`, `true`, `yes` are on; unset (empty), `0`,
-/// `off`, `false`, `no` are off (any case). nullopt for anything else.
+/// `off`, `false`, `no` are off (any case, the spaces and tabs around them ignored, so
+/// that `off ` is off, never a directory named so). nullopt for anything else.
 COMPILE_CACHE_DECL std::optional<bool> parse_switch(std::string_view s) noexcept;
 
 /// What a settings_reader's members that serve the deprecated `from_env(settings_reader&)`
@@ -4487,7 +4826,7 @@ public:
     std::string name(std::string_view suffix) const { return prefix_ + std::string(suffix); }
     /// The variable's value; empty when unset.
     std::string value(std::string_view suffix) const { return detail::getenv_string(name(suffix)); }
-    /// Whether the variable is unset, empty, `0`, `off`, `false` or `no` (any case):
+    /// Whether the variable is unset, empty, `0`, `off`, `false` or `no` (any case, blanks ignored):
     /// the way a storage's main setting (its path, its URL) switches it off.
     bool is_off(std::string_view suffix) const { return detail::is_off(value(suffix)); }
 
@@ -4508,18 +4847,19 @@ public:
     COMPILE_CACHE_DECL std::chrono::milliseconds milliseconds(std::string_view suffix,
                                                               std::chrono::milliseconds fallback) const;
 
-    /// An on/off switch (parse_switch); unset: off; a bad value is reported ("is not
+    /// An on/off switch (parse_switch); unset or empty: `fallback`, as for the other
+    /// parsers (a switch that is on by default stays on); a bad value is reported ("is not
     /// understood (...); <otherwise>") and `fallback` used.
     COMPILE_CACHE_DECL bool flag(std::string_view suffix, bool fallback, std::string const& otherwise) const;
 
-    /// One of named choices (any case); unset: `fallback`; a bad value is reported
+    /// One of named choices (any case, blanks around it ignored); unset: `fallback`; a bad value is reported
     /// ("is not <what> (a, b or c); using the default, <fallback's name>").
     template <class T>
     T choice(std::string_view suffix, std::initializer_list<std::pair<std::string_view, T>> choices, T fallback,
              std::string const& what) const {
         std::string const v = value(suffix);
         if (v.empty()) return fallback;
-        std::string const lowered = detail::lower(v);
+        std::string const lowered = detail::lower(detail::trim_blanks(v));
         std::string names;
         std::string fallback_name;
         std::size_t i = 0;
@@ -4702,6 +5042,7 @@ std::optional<S> from_env_of_reader(settings_reader& env) {
 // compile_cache: the definitions of settings.hpp's non-template functions; included by it alone
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -4834,6 +5175,21 @@ std::optional<bool> parse_switch(std::string_view s) noexcept {
 
 namespace detail {
 
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            std::size_t const above = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
 /// The line a remote gets as its reason when it is asked for without trust.
 inline std::string untrusted_remote_line(settings_reader const& env) {
     return env.name("_REMOTE") +
@@ -4958,6 +5314,7 @@ std::chrono::milliseconds settings_reader::milliseconds(std::string_view suffix,
 
 bool settings_reader::flag(std::string_view suffix, bool fallback, std::string const& otherwise) const {
     std::string const v = value(suffix);
+    if (detail::trim_blanks(v).empty()) return fallback;
     if (auto const b = parse_switch(v)) return *b;
     report_value(suffix, v, "is not understood (1, on, true or yes; 0, off, false or no); " + otherwise);
     return fallback;
@@ -8346,94 +8703,6 @@ bool read_pack_slots(std::string const& path, std::vector<pack_slot>& slots, std
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
 
-// ---- begin compile_cache/detail/fork_handlers.hpp
-// compile_cache: one pthread_atfork for the library's fork handlers, run in one order
-// whichever of its parts a process used first.
-
-
-namespace compile_cache::detail {
-
-/// The parts of the library with fork handlers, in the order their `prepare` runs before
-/// a fork (`parent` and `child` run after it in the reverse order). A tier's worker comes
-/// first: its `prepare` lets a job under way end, and that job may need the local
-/// storage's mutexes (a directory's, a SQLite file's), which theirs then take
-/// (docs/design.md, "Forks").
-enum class fork_stage : unsigned { tier_workers = 0, directory_storages = 1, sqlite_storages = 2 };
-inline constexpr unsigned fork_stage_count = 3;
-
-/// One part's handlers; each must not throw.
-struct fork_handlers {
-    void (*prepare)() noexcept;
-    void (*parent)() noexcept;
-    void (*child)() noexcept;
-};
-
-/// Makes `handlers` run at every fork from now on, in `stage`'s place; called once per
-/// stage. The first call installs the library's one pthread_atfork; false when that
-/// failed (then no handler of the library runs at a fork).
-COMPILE_CACHE_DECL bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept;
-
-} // namespace compile_cache::detail
-
-// ---- begin compile_cache/detail/impl/fork_handlers.ipp
-// compile_cache: the definitions of detail/fork_handlers.hpp's functions; included by it alone
-// (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
-#if COMPILE_CACHE_INCLUDE_IMPL
-
-#include <pthread.h>
-
-#include <atomic>
-
-namespace compile_cache::detail {
-
-/// The handlers installed, by stage. Trivially destructible: a fork may come at exit.
-struct fork_handler_table {
-    fork_handlers handlers[fork_stage_count] = {};
-    std::atomic<bool> installed[fork_stage_count] = {};
-};
-COMPILE_CACHE_DECL fork_handler_table& the_fork_handler_table() noexcept;
-fork_handler_table& the_fork_handler_table() noexcept {
-    static fork_handler_table table;
-    return table;
-}
-
-COMPILE_CACHE_DECL void run_fork_prepare() noexcept;
-void run_fork_prepare() noexcept {
-    fork_handler_table& t = the_fork_handler_table();
-    for (unsigned i = 0; i < fork_stage_count; ++i)
-        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].prepare();
-}
-
-COMPILE_CACHE_DECL void run_fork_parent() noexcept;
-void run_fork_parent() noexcept {
-    fork_handler_table& t = the_fork_handler_table();
-    for (unsigned i = fork_stage_count; i-- > 0;)
-        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].parent();
-}
-
-COMPILE_CACHE_DECL void run_fork_child() noexcept;
-void run_fork_child() noexcept {
-    fork_handler_table& t = the_fork_handler_table();
-    for (unsigned i = fork_stage_count; i-- > 0;)
-        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].child();
-}
-
-bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
-    static bool const installed = ::pthread_atfork(&run_fork_prepare, &run_fork_parent, &run_fork_child) == 0;
-    if (!installed) return false;
-    fork_handler_table& t = the_fork_handler_table();
-    auto const i = static_cast<unsigned>(stage);
-    if (t.installed[i].load(std::memory_order_acquire)) return true;
-    t.handlers[i] = handlers;
-    t.installed[i].store(true, std::memory_order_release);
-    return true;
-}
-
-} // namespace compile_cache::detail
-
-#endif // COMPILE_CACHE_INCLUDE_IMPL
-// ---- end compile_cache/detail/impl/fork_handlers.ipp
-// ---- end compile_cache/detail/fork_handlers.hpp
 // ---- begin compile_cache/detail/held_batch_bounds.hpp
 // compile_cache: the bounds of a batch of writes a process holds before it makes them,
 // one set for directory_storage's deferred writes and the identity records a cache holds
@@ -10598,8 +10867,9 @@ static_assert(compile_cache::detail::has_list<compile_cache::directory_storage>:
 // Trust, as for entries: with sharing::owner_only the file must be owned by this user
 // and writable by no one else; with sharing::group it must not be writable by others.
 // A file that is not trusted, too large, or not a regular file is ignored with one
-// line; a bad value is one line and the default; a name this version does not know
-// (one a newer tool wrote) is left alone, silently.
+// line; a bad value is one line and the default; so is a line that is not `name = value`
+// (the first one), and a name that is a kept one misspelled (`max_size`); a name this
+// version does not know otherwise (one a newer tool wrote) is left alone, silently.
 
 
 // ---- begin compile_cache/compression.hpp
@@ -10808,8 +11078,10 @@ COMPILE_CACHE_DECL int read_directory_settings(std::string const& directory, sha
 
 /// Writes `values` as `directory`'s settings file (none: the file is removed), in one
 /// rename of a temp file written and synced beside it, so that a reader sees the old file
-/// or the new one. The mode is the old file's, else 0600, or 0660 in a group-writable
-/// directory (one shared by a group: directory_options::shared). 0 or an errno value.
+/// or the new one. The mode is the old file's without the write bits a reader would
+/// distrust (others', and the group's outside a group-writable directory), else 0600, or
+/// 0660 in a group-writable directory (one shared by a group: directory_options::shared).
+/// 0 or an errno value.
 COMPILE_CACHE_DECL int write_directory_settings(std::string const& directory,
                                                 std::map<std::string, std::string> const& values);
 
@@ -10907,6 +11179,27 @@ inline void parse_settings_text(std::string const& text, directory_settings& out
     }
 }
 
+/// Says through `env` the first line of `file` that is not `name = value` (with how many
+/// more), and each name that is none a directory keeps but one of them misspelled (2
+/// letters apart at most: `max_size`); a name far from every one (a newer tool's) is left alone.
+inline void report_unusable_lines(std::string const& where, directory_settings const& file,
+                                  settings_reader const& env) {
+    if (!file.problems.empty())
+        env.report(where + ": " + file.problems.front() +
+                   (file.problems.size() > 1 ? " (and " + std::to_string(file.problems.size() - 1) + " more such lines)"
+                                             : std::string()) +
+                   "; it is ignored");
+    for (auto const& [name, value] : file.values) {
+        if (find_directory_setting(name)) continue;
+        for (directory_setting_spec const& s : directory_settings_kept())
+            if (edit_distance(name, s.name) <= 2) {
+                env.report(where + ": " + name + " = \"" + value + "\" is no setting a cache directory keeps (" +
+                           s.name + ", misspelled?); it is ignored");
+                break;
+            }
+    }
+}
+
 } // namespace detail::directory_settings_impl
 
 int read_directory_settings(std::string const& directory, sharing access, directory_settings& out,
@@ -10955,13 +11248,14 @@ int write_directory_settings(std::string const& directory, std::map<std::string,
     std::string text = "# compile_cache: this cache directory's own settings (compile-cache set DIR NAME VALUE).\n"
                        "# A host's environment (PREFIX_MAX_SIZE, ...) wins over them.\n";
     for (auto const& [name, value] : values) text += name + " = " + value + "\n";
-    // The mode: the old file's; else private, or the group's in a directory a group shares.
+    // The mode: the old file's, without the write bits that would make a reader distrust it
+    // (others', and the group's outside a directory a group shares); else private, or the
+    // group's in a directory a group shares.
     struct stat st {};
-    unsigned mode = 0600;
+    bool const group_shared = ::stat(directory.c_str(), &st) == 0 && (st.st_mode & S_IWGRP) != 0;
+    unsigned mode = group_shared ? 0660 : 0600;
     if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
-        mode = st.st_mode & 0666;
-    else if (::stat(directory.c_str(), &st) == 0 && (st.st_mode & S_IWGRP) != 0)
-        mode = 0660;
+        mode = st.st_mode & (group_shared ? 0664u : 0644u);
     std::string temp = path + ".tmp-";
     detail::directory_storage_impl::append_temp_name(temp);
     int const fd = detail::directory_storage_impl::open_exclusive(temp, mode);
@@ -10987,6 +11281,7 @@ void detail::apply_directory_settings_file(std::string const& directory, setting
             env.report(where + " " + why + "; it is ignored");
             return;
         }
+        directory_settings_impl::report_unusable_lines(where, file, env);
         for (directory_setting_spec const& s : directory_settings_kept()) {
             auto const it = file.values.find(s.name);
             if (it == file.values.end()) continue;
@@ -11051,7 +11346,7 @@ directory_options directory_options_from_env(settings_reader const& env) {
     directory_options o;
     std::string const shared = env.value("_SHARED");
     if (!detail::is_off(shared)) {
-        if (parse_switch(shared).value_or(false) || detail::lower(shared) == "group")
+        if (parse_switch(shared).value_or(false) || detail::lower(detail::trim_blanks(shared)) == "group")
             o = directory_options::shared();
         else
             env.report_value("_SHARED", shared,
@@ -12888,7 +13183,6 @@ void directory_storage::wait_for_change(key const& k, std::chrono::nanoseconds t
 
 #include <cstddef>
 #include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -12903,9 +13197,15 @@ namespace compile_cache {
 /// being copied. Allocation failures become error results; no member throws. The empty
 /// key (what an over-long one becomes: key.hpp) names no entry: it reads absent, a write
 /// under it fails with invalid_argument, and a removal of it removes nothing.
+///
+/// In a child forked while another thread of the parent was inside a call (for longer
+/// than the fork's wait, 250 ms), the storage holds nothing, for ever, and never waits:
+/// reads are absent, writes fail with state_not_recoverable, removals remove nothing,
+/// size() is 0; moving it or into it moves nothing.
 class memory_storage {
 public:
     memory_storage() = default;
+    COMPILE_CACHE_DECL ~memory_storage();
     memory_storage(memory_storage const&) = delete;
     memory_storage& operator=(memory_storage const&) = delete;
 
@@ -12922,13 +13222,14 @@ public:
 
     /// The number of entries held.
     std::size_t size() const {
-        std::shared_lock<std::shared_mutex> lock(mutex_);
-        return entries_.size();
+        if (mutex_.lost()) return 0;
+        std::shared_lock<detail::fork_shared_mutex> lock(mutex_);
+        return entries_->size();
     }
 
 private:
-    mutable std::shared_mutex mutex_;
-    std::unordered_map<key, std::string> entries_;
+    mutable detail::fork_shared_mutex mutex_;
+    detail::abandonable<std::unordered_map<key, std::string>> entries_; ///< not to be touched once mutex_ is lost
 };
 
 } // namespace compile_cache
@@ -12946,26 +13247,31 @@ static_assert(compile_cache::check_storage<compile_cache::memory_storage>::value
 
 namespace compile_cache {
 
+memory_storage::~memory_storage() {
+    if (mutex_.lost()) entries_.abandon(); // (possibly half changed by a thread this process lacks)
+}
+
 memory_storage::memory_storage(memory_storage&& other) noexcept {
-    std::unique_lock<std::shared_mutex> lock(other.mutex_);
-    entries_ = std::move(other.entries_);
+    if (other.mutex_.lost()) return;
+    std::unique_lock<detail::fork_shared_mutex> lock(other.mutex_);
+    entries_.get() = std::move(other.entries_.get());
 }
 
 memory_storage& memory_storage::operator=(memory_storage&& other) noexcept {
-    if (this != &other) {
+    if (this != &other && !mutex_.lost() && !other.mutex_.lost()) {
         std::scoped_lock lock(mutex_, other.mutex_);
-        entries_ = std::move(other.entries_);
+        entries_.get() = std::move(other.entries_.get());
     }
     return *this;
 }
 
 read_result memory_storage::read(key const& k, std::string& out, std::size_t max_size) noexcept {
     out.clear();
-    if (k.empty()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
+    if (k.empty() || mutex_.lost()) return {read_status::absent, {}}; // (the empty key names no entry: key.hpp)
     try {
-        std::shared_lock<std::shared_mutex> lock(mutex_);
-        auto it = entries_.find(k);
-        if (it == entries_.end()) return {read_status::absent, {}};
+        std::shared_lock<detail::fork_shared_mutex> lock(mutex_);
+        auto it = entries_->find(k);
+        if (it == entries_->end()) return {read_status::absent, {}};
         if (it->second.size() > max_size) return {read_status::too_large, {}};
         out.assign(it->second);
         return {read_status::found, {}};
@@ -12983,11 +13289,12 @@ read_result memory_storage::read(key const& k, std::string& out, std::size_t max
 
 std::error_code memory_storage::write(key const& k, std::string_view bytes) noexcept {
     if (k.empty()) return std::make_error_code(std::errc::invalid_argument);
+    if (mutex_.lost()) return std::make_error_code(std::errc::state_not_recoverable);
     try {
         // Copy before locking: the allocation does not need to hold writers out.
         std::string copy(bytes);
-        std::unique_lock<std::shared_mutex> lock(mutex_);
-        entries_.insert_or_assign(k, std::move(copy));
+        std::unique_lock<detail::fork_shared_mutex> lock(mutex_);
+        entries_->insert_or_assign(k, std::move(copy));
         return {};
     } catch (std::bad_alloc const&) {
         return std::make_error_code(std::errc::not_enough_memory);
@@ -12999,10 +13306,10 @@ std::error_code memory_storage::write(key const& k, std::string_view bytes) noex
 }
 
 std::error_code memory_storage::remove(key const& k) noexcept {
-    if (k.empty()) return {};
+    if (k.empty() || mutex_.lost()) return {};
     try {
-        std::unique_lock<std::shared_mutex> lock(mutex_);
-        entries_.erase(k);
+        std::unique_lock<detail::fork_shared_mutex> lock(mutex_);
+        entries_->erase(k);
         return {};
     } catch (std::system_error const& e) {
         return e.code();
@@ -14278,14 +14585,15 @@ COMPILE_CACHE_DECL std::optional<identity_record> identity_record_in(envelope_fi
 /// The sealed entry (in `auth`'s mode) of the identity record of `identity` once the
 /// entry `newest` is stored: `newest` first, then the entries of `previous` (null: none)
 /// under other keys, identity_record_history at most. Its envelope names the kernel as
-/// `kernel` (the metadata of the kernel's own entry) does. Empty when it would be over
-/// identity_record_max_size: then no record is written.
+/// `kernel` (the metadata of the kernel's own entry) does. Over identity_record_max_size,
+/// the newest entries that fit; empty when `newest` alone is over it: then no record is written.
 COMPILE_CACHE_DECL std::string sealed_identity_record(std::string identity, recorded_entry newest,
                                                       identity_record const* previous, entry_metadata const& kernel,
                                                       envelope_auth const& auth);
 
 /// The sealed entry (in `auth`'s mode) of the record `r` as it is, its envelope naming
-/// the kernel as `kernel` does; empty when it would be over identity_record_max_size.
+/// the kernel as `kernel` does; over identity_record_max_size, of its newest entries that
+/// fit; empty when its newest alone is over it.
 COMPILE_CACHE_DECL std::string sealed_identity_record(identity_record const& r, entry_metadata const& kernel,
                                                       envelope_auth const& auth);
 
@@ -14462,7 +14770,15 @@ std::string sealed_identity_record(key const& rk, identity_record const& r, entr
     envelope.out().reserve(envelope.out().size() + encoded_identity_record_size(r) + auth.check_size());
     append_identity_record(envelope.out(), r);
     envelope.seal();
-    if (entry.size() > identity_record_max_size) entry.clear();
+    if (entry.size() > identity_record_max_size) {
+        entry.clear();
+        // The newest entries that fit: a record left as it was would no longer hold the
+        // kernel's latest key, and would explain its misses against older ones.
+        if (r.history.size() > 1) {
+            identity_record newer{r.identity, {r.history.begin(), r.history.end() - 1}};
+            return sealed_identity_record(rk, newer, kernel, auth);
+        }
+    }
     return entry;
 }
 
@@ -17271,7 +17587,7 @@ void tier_worker::after_fork_in_child() noexcept {
 // compile_cache: why a kernel missed. An `absent` miss reads the record of the kernel's
 // identity (identity_record.hpp: the keys stored for it, newest first, with their named
 // components) and compares the component lists: which components changed, appeared or
-// disappeared since the kernel was last stored.
+// disappeared since the kernel was stored under the recorded key nearest to the one missed.
 
 
 // ---- begin compile_cache/printable.hpp
@@ -17404,7 +17720,10 @@ COMPILE_CACHE_DECL miss_explanation compare_components(std::vector<component_dig
                                                        std::vector<component_digest> const& now);
 
 /// The explanation of an `absent` miss of the key `now_key` (components `now`), from
-/// the record of the kernel's identity (null when there is none). `identity`, `name`
+/// the record of the kernel's identity (null when there is none): `now_key` in its
+/// history is `evicted`; else `now` compared with the recorded entry it is nearest to
+/// (the fewest components changed, appeared or disappeared, the toolchain's parts counting
+/// as one; the newest among equals). `identity`, `name`
 /// and `origin_file` (as in entry_info) say what a new kernel had no earlier entry for.
 COMPILE_CACHE_DECL miss_explanation explain_absent(identity_record const* record, key const& now_key,
                                                    std::vector<component_digest> const& now,
@@ -17572,7 +17891,31 @@ miss_explanation explain_absent(identity_record const* record, key const& now_ke
             m.what = miss_explanation::kind::evicted;
             return m;
         }
-    return compare_components(record->history.front().components, now);
+    // The entry nearest to the key that missed (the toolchain's parts count as one), the
+    // newest among equals: a kernel stored in variants (-O0 and -O2) is compared with its
+    // own variant, not with whichever was last.
+    auto apart_from = [](miss_explanation const& c) {
+        std::size_t n = 0;
+        bool toolchain = false;
+        for (auto const* list : {&c.changed, &c.appeared, &c.disappeared})
+            for (std::string const& component : *list) {
+                bool const part = component.rfind("toolchain: ", 0) == 0;
+                n += part ? 0 : 1;
+                toolchain = toolchain || part;
+            }
+        return n + (toolchain ? 1 : 0);
+    };
+    std::size_t best_apart = 0;
+    for (recorded_entry const& e : record->history) {
+        miss_explanation c = compare_components(e.components, now);
+        std::size_t const apart = apart_from(c);
+        if (m.what == miss_explanation::kind::none || apart < best_apart) {
+            m = std::move(c);
+            best_apart = apart;
+        }
+        if (best_apart == 0) break;
+    }
+    return m;
 }
 
 namespace detail {
@@ -19036,7 +19379,7 @@ void single_flight_from_env(settings_reader const& env, single_flight_options& o
                                             claim_scope::both, "a single-flight scope");
     std::string const wait = env.value("_WAIT_MAX");
     if (!wait.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(wait, 9))
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(trim_blanks(wait), 9))
             options.wait_max = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
         else
             env.report_value("_WAIT_MAX", wait, "is not a number of milliseconds; using the default, 30000");
@@ -19172,7 +19515,7 @@ void cache_settings_from_env(settings_reader const& env, cache_options& options)
     }
     std::string const min_time = env.value("_MIN_COMPILE_TIME");
     if (!min_time.empty()) {
-        if (std::optional<std::uint64_t> const ms = parse_whole_number(min_time, 9))
+        if (std::optional<std::uint64_t> const ms = parse_whole_number(trim_blanks(min_time), 9))
             options.min_compile_time = std::chrono::milliseconds(static_cast<std::chrono::milliseconds::rep>(*ms));
         else
             env.report_value("_MIN_COMPILE_TIME", min_time,
@@ -19248,22 +19591,6 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
     storage_settings storage{settings_reader_access::holding(prefix, held), authenticated,
                              authenticated || signatures || insecure, options.logger, std::move(cache_off)};
     return cache_env_settings{std::move(options), std::move(storage), std::move(held), authenticated || insecure};
-}
-
-/// The edit distance (insertions, deletions, substitutions) between `a` and `b`.
-COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diagonal = row[0];
-        row[0] = i;
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t const above = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
 }
 
 std::string misspelled_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
@@ -19642,12 +19969,9 @@ void hold_unknown_settings(std::string_view prefix, held_lines& held) noexcept {
     (void)prefix, (void)held;
 }
 
-/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
-/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
-/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
-/// that throws while it is set up is said and is no cache. Never throws.
+/// storage_and_options_from_env's steps; may throw (bad_alloc).
 template <class Storage, class Compression>
-std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) {
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env_steps(std::string_view prefix) {
     cache_env_settings settings = read_cache_env_settings(prefix);
     hold_unknown_settings<Storage, Compression>(prefix, *settings.held);
     if constexpr (!has_from_remote_origin<Storage>::value)
@@ -19680,6 +20004,20 @@ std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(st
     settings.held->release();
     return std::optional<std::pair<Storage, cache_options>>(std::in_place, std::move(**answer),
                                                             std::move(settings.options));
+}
+
+/// What basic_cache::from_env(prefix) makes a cache of: the Storage and the options, or
+/// nullopt for a disabled cache. The cache's own lines are said only when the Storage is
+/// configured; the Storage's answer "off" is said, "not configured" is not; a Storage
+/// that throws while it is set up is said and is no cache. Never throws: memory that runs
+/// out while the settings are read is a disabled cache too.
+template <class Storage, class Compression>
+std::optional<std::pair<Storage, cache_options>> storage_and_options_from_env(std::string_view prefix) noexcept {
+    try {
+        return storage_and_options_from_env_steps<Storage, Compression>(prefix);
+    } catch (...) {
+        return std::nullopt;
+    }
 }
 
 } // namespace compile_cache::detail
@@ -20469,7 +20807,11 @@ private:
         std::optional<std::pair<Storage, cache_options>> configured =
             detail::storage_and_options_from_env<Storage, Compression>(prefix);
         if (!configured) return basic_cache();
-        return basic_cache(std::move(configured->first), std::move(configured->second));
+        try {
+            return basic_cache(std::move(configured->first), std::move(configured->second));
+        } catch (...) { // (memory ran out: a disabled cache, whose state is the one allocation left)
+            return basic_cache();
+        }
     }
 
 public:

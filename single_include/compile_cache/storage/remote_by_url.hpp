@@ -178,8 +178,7 @@ public:
          ...);
         if (made) return std::move(*made);
         if (!settings.cache_off.empty()) return result::off(settings.cache_off);
-        std::size_t const colon = url.find("://");
-        std::string const scheme = colon == std::string::npos ? std::string() : url.substr(0, std::min<std::size_t>(colon, 32));
+        std::string const scheme = scheme_of(url);
         return result::off(settings.env.name("_REMOTE") +
                            (scheme.empty() ? std::string(" is not a URL (scheme://...)")
                                            : " names a remote of scheme \"" + scheme +
@@ -367,6 +366,20 @@ public:
     bool holds_remote() const noexcept { return held_.index() != 0; }
 
 private:
+    /// The scheme of `url` (what comes before `://`) when it is one by RFC 3986 (a letter,
+    /// then letters, digits, `+`, `-` or `.`; 32 at most), else empty: never a part of the
+    /// URL that may hold a password (`user:pass@host/?next=http://...`).
+    static std::string scheme_of(std::string_view url) {
+        std::size_t const colon = url.find("://");
+        if (colon == std::string_view::npos || colon == 0 || colon > 32) return {};
+        for (std::size_t i = 0; i < colon; ++i) {
+            char const c = url[i];
+            bool const letter = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+            if (!letter && (i == 0 || !((c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.'))) return {};
+        }
+        return std::string(url.substr(0, colon));
+    }
+
     template <class R>
     static bool claims(std::string_view url) noexcept {
         if constexpr (detail::has_handles_url<R>::value) return R::handles_url(url);

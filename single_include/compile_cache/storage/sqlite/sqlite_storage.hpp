@@ -14,7 +14,9 @@
 // cannot write is opened immutable and read, and a read-only storage never copies,
 // repairs or writes its file. Opening a file whose table is there takes no write lock,
 // so a writer stopped in its transaction or a full disk still leaves reads served.
-// Another program's SQLite database is refused before anything is written to it. One
+// Another program's SQLite database is refused before anything is written to it, and so is
+// a file that others may write or in a folder they may write (anyone may have planted its
+// rows, or a -wal beside it); a damaged file is never emptied through a symlink. One
 // database is shared by the processes of one machine: see docs/policies.md for what
 // NFS does to SQLite's locks.
 #pragma once
@@ -259,7 +261,8 @@ enum class repair_outcome { done, not_copied, not_emptied };
 inline repair_outcome repair_file(std::string const& path, std::string const& aside, mode_t mode,
                                   std::chrono::milliseconds busy, std::string& why) {
     sqlite3* db = nullptr;
-    int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    // (Never through a symlink: the file it names may be anyone's, a planted link's.)
+    int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW, nullptr);
     // (Not copied until the copy is made: a failed open leaves a copy to make, never one
     // taken for made.)
     repair_outcome outcome = aside.empty() ? repair_outcome::not_emptied : repair_outcome::not_copied;
@@ -489,13 +492,14 @@ enum class open_outcome { ok, damaged, foreign, failed };
 /// close would remove the WAL the child writes: docs/design.md, "SQLite storage");
 /// both sides then reopen at their next call. One whose mutex another thread held
 /// through the wait keeps its connection in the parent; the child makes the mutex anew,
-/// abandons the connection, and that storage fails every call there (never a wait).
+/// abandons the connection, and that storage fails every call there (never a wait), as
+/// every other storage then does.
 struct forkable_state {
     mutable std::timed_mutex mutex;
     connection c;
     pid_t connection_pid = 0;         ///< the process that opened `c`
     bool held_for_fork = false;       ///< the fork under way took `mutex`
-    bool unusable_after_fork = false; ///< in a child: its connection was the parent's, open
+    bool unusable_after_fork = false; ///< in a child: its connection, or another's, was the parent's, open
     forkable_state();
     forkable_state(forkable_state const&) = delete;
     forkable_state& operator=(forkable_state const&) = delete;
@@ -508,9 +512,14 @@ struct fork_registry {
     std::timed_mutex mutex;
     std::vector<forkable_state*> states;
     bool held = false; ///< `mutex` was taken by the fork under way
+    /// In a child: a connection of the parent's was left open, so SQLite's records of its
+    /// file's locks are here too, and no storage of this process opens a connection.
+    std::atomic<bool> parent_connection_open{false};
 };
 inline fork_registry& the_fork_registry() noexcept {
-    static fork_registry* const r = new fork_registry;
+    // (In static storage, made in place: no allocation to fail in a noexcept function.)
+    alignas(fork_registry) static unsigned char place[sizeof(fork_registry)];
+    static fork_registry* const r = new (place) fork_registry;
     return *r;
 }
 inline constexpr std::chrono::milliseconds fork_lock_wait{250};
@@ -535,14 +544,21 @@ inline void give_back_after_fork_in_parent() noexcept {
     r.held = false;
     r.mutex.unlock();
 }
-// Nothing here allocates.
+// Nothing here allocates. One storage whose connection stayed open (its mutex not taken)
+// makes every storage unusable here: SQLite's records of that connection's locks, which
+// this process does not hold, would be shared by any connection opened here to its file,
+// whose WAL the parent's close could then remove under it (stores reported done, lost).
 inline void give_back_after_fork_in_child() noexcept {
     fork_registry& r = the_fork_registry();
     if (!r.held) return;
+    bool const one_left_open =
+        std::any_of(r.states.begin(), r.states.end(), [](forkable_state* s) { return !s->held_for_fork; });
+    if (one_left_open) r.parent_connection_open = true;
     for (forkable_state* s : r.states) {
         if (s->held_for_fork) {
             s->held_for_fork = false;
             s->mutex.unlock();
+            s->unusable_after_fork = s->unusable_after_fork || one_left_open;
         } else {
             new (&s->mutex) std::timed_mutex; // its holder is not in this process
             s->c.abandon();
@@ -558,8 +574,12 @@ inline forkable_state::forkable_state() {
         fork_stage::sqlite_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
     if (!installed) return;
     fork_registry& r = the_fork_registry();
+    unusable_after_fork = r.parent_connection_open;
     std::lock_guard<std::timed_mutex> const lock(r.mutex);
-    r.states.push_back(this);
+    try {
+        r.states.push_back(this);
+    } catch (...) { // bad_alloc: left out (its child finds the parent's connection, unusable)
+    }
 }
 inline forkable_state::~forkable_state() {
     fork_registry& r = the_fork_registry();
@@ -587,12 +607,19 @@ public:
 
     /// Opens (or creates) the database at `path`. A failure does not throw: usable()
     /// is then false, and a cache over it says so and runs disabled.
-    explicit sqlite_storage(std::string path, sqlite_options options = {})
-        : state_(std::make_unique<state>()) {
-        state_->path = std::move(path);
-        state_->options = std::move(options);
-        std::lock_guard<std::timed_mutex> lock(state_->mutex);
-        open_locked();
+    explicit sqlite_storage(std::string path, sqlite_options options = {}) noexcept {
+        try {
+            state_ = std::make_unique<state>();
+            state_->path = std::move(path);
+            state_->options = std::move(options);
+            std::lock_guard<std::timed_mutex> lock(state_->mutex);
+            open_locked();
+        } catch (...) { // (no memory: a storage that cannot work)
+            if (state_) {
+                state_->c.close();
+                state_->why = "out of memory"; // (within the string's own bytes)
+            }
+        }
     }
 
     sqlite_storage(sqlite_storage&&) noexcept = default;
@@ -643,7 +670,11 @@ public:
         };
     }
 
-    std::string const& path() const noexcept { return state_->path; } ///< not on a moved-from object
+    /// The file's path; empty on a moved-from object, or one whose construction had no memory.
+    std::string const& path() const noexcept {
+        static std::string const none;
+        return state_ ? state_->path : none;
+    }
     /// Whether the file was opened read-only (immutable): reads work, writes fail.
     bool read_only() const noexcept {
         if (!state_) return false;
@@ -844,7 +875,7 @@ public:
 private:
     /// The ways a repair fails, each reported once until a repair succeeds (report_once):
     /// bits of state::reported_unrepaired.
-    enum class repair_failure : unsigned { none = 0, lock = 1, copy = 2, empty = 4 };
+    enum class repair_failure : unsigned { none = 0, lock = 1, copy = 2, empty = 4, link = 8 };
 
     struct state : detail::sqlite_impl::forkable_state { // (its mutex, connection and fork marks)
         std::string path;
@@ -921,6 +952,7 @@ private:
         if (state_->c.db && state_->connection_pid != ::getpid()) {
             state_->c.abandon();
             state_->unusable_after_fork = true;
+            detail::sqlite_impl::the_fork_registry().parent_connection_open = true;
         }
         return !state_->unusable_after_fork;
     }
@@ -968,6 +1000,12 @@ private:
         if (c.inode != 0 && (::stat(path.c_str(), &st) != 0 || st.st_ino != c.inode || st.st_dev != c.device))
             return; // (an earlier release moved it aside and made another: open that)
         c.close();
+        if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+            // Never emptied through a symlink: one planted where the cache file goes may
+            // name any file this process can write.
+            report_once(repair_failure::link, path + ": " + why + ", and it is a symlink: left as it is");
+            return;
+        }
         if (::stat(path.c_str(), &st) != 0) return;
         detail::sqlite_impl::repair_lock lock;
         if (std::string const not_taken = lock.take(path, st.st_mode, state_->options.busy_timeout);
@@ -1033,12 +1071,41 @@ private:
         report(line);
     }
 
+    /// Opens the connection (state::why says why not); one left half made by an exception
+    /// (no memory), its statements missing, is closed, so that the next call opens again.
     void open_locked() {
+        try {
+            open_or_throw_locked();
+        } catch (...) {
+            state_->c.close();
+            throw;
+        }
+    }
+
+    void open_or_throw_locked() {
         using detail::sqlite_impl::open_outcome;
         state_->c.close();
         state_->connection_pid = ::getpid();
         state_->why.clear();
+        if (state_->unusable_after_fork) {
+            state_->why = "this process was forked while another thread used a SQLite storage, whose locks it "
+                          "does not hold";
+            return;
+        }
         state_->repairs_seen = detail::sqlite_impl::repair_lock::count(state_->path);
+        struct stat st {};
+        if (::stat(state_->path.c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
+            // Anyone may have planted its rows (directory_storage trusts no such entry).
+            state_->why = "it is writable by other users (chmod o-w makes it usable)";
+            state_->checked_once = false;
+            return;
+        }
+        if (::stat(folder_of(state_->path).c_str(), &st) == 0 && (st.st_mode & S_IWOTH) != 0) {
+            // Anyone may plant a -wal beside it, whose rows SQLite reads as the file's.
+            state_->why = "its folder is writable by other users, who may plant its -wal file";
+            state_->checked_once = false;
+            return;
+        }
         bool const immutable = state_->options.read_only || !writable(state_->path);
         // An inspection shares the writers' WAL when there is one; with none, nothing
         // committed is elsewhere, and the file is read immutable (no side file made).
@@ -1062,10 +1129,16 @@ private:
         state_->checked_once = false;
     }
 
-    /// Whether this process may write the file and, for WAL's side files, its folder.
-    static bool writable(std::string const& path) {
+    /// The folder of the file at `path`.
+    static std::string folder_of(std::string const& path) {
         std::string folder = path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
         if (folder.empty()) folder = path.find('/') == 0 ? "/" : ".";
+        return folder;
+    }
+
+    /// Whether this process may write the file and, for WAL's side files, its folder.
+    static bool writable(std::string const& path) {
+        std::string const folder = folder_of(path);
         if (::access(path.c_str(), F_OK) == 0 && ::access(path.c_str(), W_OK) != 0) return false;
         return ::access(folder.c_str(), W_OK) == 0 || ::access(path.c_str(), F_OK) != 0;
     }
