@@ -487,3 +487,33 @@ TEST_CASE("directory claims: durability full, a claim that made the folder syncs
     INFO("fsynced by the claim: " << dc_listed(paths));
     CHECK(dc_fsynced_path(paths, root));
 }
+
+TEST_CASE("directory claims: a claim dated ahead of this clock by more than its bound is dead, not alive for ever",
+          "[single-flight][directory]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    auto path_of = [&](char const* name) { return s.entry_path(dc_key(name)) + ".claim"; };
+    std::string const far = "pid=9 boot=another-boot start=1 host=machine-b";
+    long long const now_ns = dc_now_ns();
+    // Another machine's claim, its clock an hour ahead (or ours set back), a bound of a
+    // minute: a waiter with a bound of a minute takes it over, as it would an hour-old one
+    // (it waited its whole bound on every miss of the kernel until this clock caught up).
+    dc_plant_claim(s, "ahead", far + " created_ns=" + std::to_string(now_ns + 3'600'000'000'000LL) +
+                                   " expiry_ms=60000\n");
+    cc::claim_answer const a = s.try_claim(dc_key("ahead"), {cc::claim_scope::local, std::chrono::seconds(60)});
+    CHECK(a.state == cc::claim_state::claimed);
+    CHECK(a.took_over);
+    s.release_claim(dc_key("ahead"));
+    // Cleanups alike: one whose time does not fit a number (read as the largest), one a
+    // minute ahead within its bound of ten (it stays), and one recording no time whose
+    // file is dated two hours ahead (past the hour of one recording no bound).
+    dc_plant_claim(s, "huge", far + " created_ns=99999999999999999999 expiry_ms=60000\n");
+    dc_plant_claim(s, "near", far + " created_ns=" + std::to_string(now_ns + 60'000'000'000LL) +
+                                  " expiry_ms=600000\n");
+    dc_plant_claim(s, "no-time", far + "\n");
+    set_times_ago(path_of("no-time"), -7200);
+    cc::cleanup_result const r = s.prune();
+    CHECK_FALSE(r.error);
+    CHECK(r.claim_files_removed == 2);
+    CHECK(dc_claims_under(dir.path()) == std::vector<std::string>{path_of("near")});
+}

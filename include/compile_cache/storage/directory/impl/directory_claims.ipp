@@ -142,13 +142,22 @@ inline std::int64_t claim_number(std::string const& text, char const* field) {
     return *end == '\0' && n > 0 ? n : 0;
 }
 
-/// How old a claim is, by its `created_ns=` field, else by the file's modification time
-/// (`name` relative to `folder_fd`, as read_claim_at).
+/// How far a claim's time is from now, by its `created_ns=` field, else by the file's
+/// modification time (`name` relative to `folder_fd`, as read_claim_at): a time ahead of
+/// this clock (another machine's clock, this one set back, a number too large) is as old
+/// as it is ahead, never young until this clock catches up.
 inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char const* name) {
-    if (std::int64_t const created = claim_number(text, "created_ns")) return now_ns() - created;
+    auto distance = [](std::int64_t then) {
+        std::int64_t const now = now_ns();
+        // (In unsigned arithmetic, the exact distance; at most the largest int64_t.)
+        std::uint64_t const d = then > now ? static_cast<std::uint64_t>(then) - static_cast<std::uint64_t>(now)
+                                           : static_cast<std::uint64_t>(now) - static_cast<std::uint64_t>(then);
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(d, static_cast<std::uint64_t>(INT64_MAX)));
+    };
+    if (std::int64_t const created = claim_number(text, "created_ns")) return distance(created);
     struct stat st {};
     if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
-    return now_ns() - detail::mtime_ns(st);
+    return distance(detail::mtime_ns(st));
 }
 
 /// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
