@@ -517,3 +517,36 @@ TEST_CASE("directory claims: a claim dated ahead of this clock by more than its 
     CHECK(r.claim_files_removed == 2);
     CHECK(dc_claims_under(dir.path()) == std::vector<std::string>{path_of("near")});
 }
+
+// Run only by the test below, in the program image that its child exec'd: takes over the
+// claim that child left (its pid and start time are this image's own).
+TEST_CASE("directory claims: exec probe, run by the test after it", "[.dc-exec-probe]") {
+    char const* const cache = std::getenv("DC_EXEC_PROBE_CACHE");
+    REQUIRE(cache != nullptr);
+    cc::directory_storage s(cache);
+    cc::claim_answer const a = s.try_claim(dc_key("exec"), {cc::claim_scope::local, std::chrono::seconds(60)});
+    CHECK(a.state == cc::claim_state::claimed);
+    CHECK(a.took_over);
+}
+
+TEST_CASE("directory claims: a claim this process took before it exec'd a new program is dead for that program",
+          "[single-flight][directory]") {
+    temp_dir dir;
+    std::string const cache = (dir.path() / "cache").string();
+    // A fresh process claims, then execs this test program (same pid, same start time;
+    // the claim file's descriptor closed, its lock gone), which claims the same key.
+    pid_t const child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        cc::directory_storage s(cache);
+        if (s.try_claim(dc_key("exec"), {}).state != cc::claim_state::claimed) ::_exit(90);
+        ::setenv("DC_EXEC_PROBE_CACHE", cache.c_str(), 1);
+        ::execl("/proc/self/exe", "/proc/self/exe", "[dc-exec-probe]", "--out", "/dev/null",
+                static_cast<char*>(nullptr));
+        ::_exit(91);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0); // (the probe's failures, as Catch2 counts them)
+}

@@ -52,12 +52,14 @@ struct claim_answer {
 
 namespace detail {
 
-/// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME`, the
-/// process's start time in clock ticks since boot (so that a reused pid is told apart).
+/// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME run=MARK`,
+/// the process's start time in clock ticks since boot (so that a reused pid is told apart)
+/// and its program image's mark (so that the image it ran before an exec is told apart).
 COMPILE_CACHE_DECL std::string claim_owner() noexcept;
 
 /// Whether the process a claim names (claim_owner()'s text) is alive: false when it ran on
-/// this boot of this machine and is gone (no such pid, or the pid's start time differs);
+/// this boot of this machine and is gone (no such pid, or the pid's start time differs, or
+/// it is this process under another image's `run=` mark: before an exec);
 /// true when it is alive, or on another machine or boot (`same_machine` false: it cannot
 /// be asked, and the claim's expiry decides).
 COMPILE_CACHE_DECL bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept;

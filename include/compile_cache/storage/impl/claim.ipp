@@ -3,7 +3,9 @@
 #pragma once
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -61,6 +63,22 @@ inline std::string start_ticks(long pid, std::string* state = nullptr) {
     }
     return {};
 }
+/// This program image's own mark: made once per image (an exec makes a new one; a forked
+/// child shares its parent's, but not its pid), so that a claim of this pid and start time
+/// made by the image this process ran before an exec is told from its own.
+inline std::string image_mark() {
+    static std::atomic<std::string*> the_mark{nullptr};
+    return detail::made_once(the_mark, [] {
+        std::string mark = first_line("/proc/sys/kernel/random/uuid");
+        mark.erase(std::remove(mark.begin(), mark.end(), '-'), mark.end());
+        if (mark.empty() || mark.find_first_of(" \n") != std::string::npos) {
+            auto const now = std::chrono::system_clock::now().time_since_epoch().count() ^
+                             std::chrono::steady_clock::now().time_since_epoch().count();
+            mark = std::to_string(static_cast<unsigned long long>(now));
+        }
+        return std::make_unique<std::string>(std::move(mark));
+    });
+}
 inline std::string host_name() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0) return "?";
@@ -92,7 +110,7 @@ std::string claim_owner() noexcept {
         std::string start = claim_impl::start_ticks(0);
         if (start.empty()) start = "?";
         std::string owner = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
-                            " host=" + claim_impl::host_name();
+                            " host=" + claim_impl::host_name() + " run=" + claim_impl::image_mark();
         if (lock.owns_lock()) {
             cached = owner;
             cached_pid = pid;
@@ -138,7 +156,13 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         if (state == "Z" || state == "X") return false; // ended, not yet waited for by its parent
         std::string const start = claim_field(owner, "start");
         if (start.empty() || start == "?") return true;
-        return now.empty() || now == start; // another start time: the pid was reused
+        if (!now.empty() && now != start) return false; // another start time: the pid was reused
+        // This very process (its pid and start time) under another image's mark: the claim
+        // of the program it ran before an exec, whose descriptors and lock the exec closed.
+        std::string const run = claim_field(owner, "run");
+        if (pid == static_cast<long>(::getpid()) && !run.empty() && start == claim_field(mine, "start"))
+            return run == claim_field(mine, "run");
+        return true;
     } catch (...) {
         return true;
     }
