@@ -550,3 +550,16 @@ TEST_CASE("directory claims: a claim this process took before it exec'd a new pr
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0); // (the probe's failures, as Catch2 counts them)
 }
+
+TEST_CASE("directory claims: a directory with a claim's name is no claim for a waiter: it claims none and never "
+          "waits on it",
+          "[single-flight][directory]") {
+    temp_dir dir;
+    cc::directory_storage s((dir.path() / "cache").string());
+    std::string const path = s.entry_path(dc_key("dir")) + ".claim";
+    fs::create_directories(path); // (it never goes: a cleanup leaves it, as the test above says)
+    cc::claim_answer const a = s.try_claim(dc_key("dir"), {cc::claim_scope::local, std::chrono::seconds(60)});
+    CHECK(a.state == cc::claim_state::none);
+    CHECK_FALSE(a.took_over);
+    CHECK(fs::is_directory(path));
+}

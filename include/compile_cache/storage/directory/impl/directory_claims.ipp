@@ -437,6 +437,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             struct ::stat file {};
             std::string const held = impl::read_claim(path, error, &locked, &file);
             if (error == ENOENT) continue; // released meanwhile: try again
+            // A directory with the claim's name is never a claim, nor ever goes: none (compile
+            // as without claims), not held (every miss of the key waited its whole bound).
+            if (error == EISDIR) return claim_answer{};
             // Owners that cannot be asked: this request's own bound.
             bool const alive = impl::claim_is_alive(held, error, locked, AT_FDCWD, path.c_str(),
                                                     std::chrono::nanoseconds(request.expiry).count());
