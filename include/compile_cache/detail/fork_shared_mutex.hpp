@@ -22,12 +22,12 @@ inline unsigned& fork_shared_mutex_epoch() noexcept {
 }
 
 /// A reader-writer lock (Lockable and SharedLockable) that a fork handles: the fork's
-/// prepare (stage reader_writer_locks) takes every one alive exclusively, all within one
-/// bound (fork_wait), so that a child starts with each as some thread left it between two
-/// calls. One that another thread held through the bound is lost in the child: what it
-/// guards may be half changed there, so its owner checks lost() (a load) before taking it,
-/// and then neither touches nor destroys what it guards (abandonable). Lost stays lost in
-/// that process and its own children. Neither copyable nor movable: it is one object's.
+/// prepare (stage reader_writer_locks) takes every one alive shared, all within one
+/// bound (fork_wait), so that no writer is inside one in a child. One that a writer held
+/// through the bound is lost in the child: what it guards may be half changed there, so
+/// its owner checks lost() (a load) before taking it, and then neither touches nor destroys
+/// what it guards (abandonable). Lost stays lost in that process and its own children.
+/// Neither copyable nor movable: it is one object's.
 class fork_shared_mutex {
 public:
     /// How long a fork waits at most for all of them together.
@@ -60,6 +60,7 @@ private:
     unsigned epoch_ = 0;
     bool lost_ = false;          ///< written only by the child's fork handler
     bool held_for_fork_ = false; ///< the fork under way took it
+    bool linked_ = false;        ///< in the list (not when its lock could not be had)
 };
 
 /// Makes a copy of `size` bytes, kept for the process's life where a leak checker sees it:

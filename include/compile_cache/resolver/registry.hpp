@@ -37,8 +37,8 @@ namespace compile_cache {
 /// Every member is thread-safe. A reference is resolved only to an object registered
 /// with the same C++ type; anything else fails the load as a miss.
 ///
-/// In a child forked while another thread of the parent was inside one of its members
-/// (for longer than the fork's wait, 250 ms), the registry knows nothing, for ever, and
+/// In a child forked while another thread of the parent was inside one of its members that
+/// change it (for longer than the fork's wait, 250 ms), the registry knows nothing, for ever, and
 /// never waits: no kernel has a key, no object a name or a reference, so every store or
 /// load through a reference fails as a miss; what registers, binds, removes or records
 /// does nothing (bind is false), and forget and callers_of give nothing.

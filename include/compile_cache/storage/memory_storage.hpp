@@ -26,8 +26,8 @@ namespace compile_cache {
 /// key (what an over-long one becomes: key.hpp) names no entry: it reads absent, a write
 /// under it fails with invalid_argument, and a removal of it removes nothing.
 ///
-/// In a child forked while another thread of the parent was inside a call (for longer
-/// than the fork's wait, 250 ms), the storage holds nothing, for ever, and never waits:
+/// In a child forked while another thread of the parent was inside a write or a removal
+/// (for longer than the fork's wait, 250 ms), the storage holds nothing, for ever, and never waits:
 /// reads are absent, writes fail with state_not_recoverable, removals remove nothing,
 /// size() is 0; moving it or into it moves nothing.
 class memory_storage {

@@ -6,57 +6,87 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+
+#include <unistd.h>
 
 namespace compile_cache::detail {
 
-/// Every fork_shared_mutex alive, for the fork handlers; never destroyed (a fork may come
-/// at exit).
+/// Every fork_shared_mutex alive, for the fork handlers. Constant-initialised and trivially
+/// destructible: no static's guard (which a child forked while another thread made the
+/// first one would find held for ever), no allocation, and usable at exit.
 struct fork_shared_mutex_list {
-    std::timed_mutex mutex; ///< held only to link, to unlink, and through a fork
+    std::atomic<bool> locked{false}; ///< held only to link, to unlink, and through a fork
     fork_shared_mutex* head = nullptr;
-    bool held = false; ///< the fork under way took `mutex`
+    bool held = false; ///< the fork under way took `locked`
+    std::atomic<bool> handlers_installed{false};
 };
 COMPILE_CACHE_DECL fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept;
 fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept {
-    static fork_shared_mutex_list* const list = [] {
-        auto* l = new fork_shared_mutex_list;
-        (void)install_fork_handlers(fork_stage::reader_writer_locks,
-                                    {&fork_shared_mutex::before_fork, &fork_shared_mutex::after_fork_in_parent,
-                                     &fork_shared_mutex::after_fork_in_child});
-        return l;
-    }();
-    return *list;
+    static fork_shared_mutex_list list;
+    return list;
+}
+
+/// Takes `l`'s lock, by `until` at the latest (else false). Its holders are bounded: a
+/// link, an unlink, a fork's prepare (fork_wait); a child made it anew.
+COMPILE_CACHE_DECL bool lock_fork_shared_mutex_list(fork_shared_mutex_list& l,
+                                                    std::chrono::steady_clock::time_point until) noexcept;
+bool lock_fork_shared_mutex_list(fork_shared_mutex_list& l, std::chrono::steady_clock::time_point until) noexcept {
+    for (int spins = 0;; ++spins) {
+        if (!l.locked.exchange(true, std::memory_order_acquire)) return true;
+        if (spins < 64) continue;
+        if (std::chrono::steady_clock::now() >= until) return false;
+        ::usleep(100);
+    }
 }
 
 fork_shared_mutex::fork_shared_mutex() noexcept {
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    // (Its holders are bounded: another link or unlink, or a fork's prepare.)
-    std::lock_guard<std::timed_mutex> const lock(l.mutex);
+    if (!l.handlers_installed.exchange(true, std::memory_order_acq_rel))
+        (void)install_fork_handlers(fork_stage::reader_writer_locks,
+                                    {&fork_shared_mutex::before_fork, &fork_shared_mutex::after_fork_in_parent,
+                                     &fork_shared_mutex::after_fork_in_child});
+    // Past 2 s (longer than any holder), lost from the start: not in the list, misses.
+    if (!lock_fork_shared_mutex_list(l, std::chrono::steady_clock::now() + std::chrono::seconds(2))) {
+        lost_ = true;
+        return;
+    }
     epoch_ = fork_shared_mutex_epoch();
     next_ = l.head;
     if (next_) next_->prev_ = this;
     l.head = this;
+    linked_ = true;
+    l.locked.store(false, std::memory_order_release);
 }
 
 fork_shared_mutex::~fork_shared_mutex() {
+    if (!linked_) return;
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    std::lock_guard<std::timed_mutex> const lock(l.mutex);
-    if (epoch_ != fork_shared_mutex_epoch()) return; // (not in the list made anew in this child)
-    if (prev_) prev_->next_ = next_;
-    else l.head = next_;
-    if (next_) next_->prev_ = prev_;
+    // (Not left linked: the list would point at freed memory. Every holder is bounded.)
+    while (!lock_fork_shared_mutex_list(l, std::chrono::steady_clock::now() + std::chrono::seconds(2))) {
+    }
+    if (epoch_ == fork_shared_mutex_epoch()) { // (else not in the list made anew in this child)
+        if (prev_) prev_->next_ = next_;
+        else l.head = next_;
+        if (next_) next_->prev_ = prev_;
+    }
+    l.locked.store(false, std::memory_order_release);
 }
 
+// Each is taken shared: a fork must only keep out a writer, whose change the child could
+// find half made; readers change nothing. (Taken exclusively, a stream of short reads kept
+// the fork waiting its whole bound, glibc letting new readers in before a waiting writer,
+// and the child then lost the object.)
 void fork_shared_mutex::before_fork() noexcept {
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
     auto const until = std::chrono::steady_clock::now() + fork_wait;
-    try {
-        l.held = l.mutex.try_lock_until(until);
-        if (!l.held) return;
-        for (fork_shared_mutex* m = l.head; m; m = m->next_)
-            m->held_for_fork_ = !m->lost() && m->mutex_.try_lock_until(until);
-    } catch (...) { // (std::system_error: not taken)
+    l.held = lock_fork_shared_mutex_list(l, until);
+    if (!l.held) return;
+    for (fork_shared_mutex* m = l.head; m; m = m->next_) {
+        m->held_for_fork_ = false;
+        try {
+            m->held_for_fork_ = !m->lost() && m->mutex_.try_lock_shared_until(until);
+        } catch (...) { // (std::system_error: not taken)
+        }
     }
 }
 
@@ -66,30 +96,30 @@ void fork_shared_mutex::after_fork_in_parent() noexcept {
     for (fork_shared_mutex* m = l.head; m; m = m->next_)
         if (m->held_for_fork_) {
             m->held_for_fork_ = false;
-            m->mutex_.unlock();
+            m->mutex_.unlock_shared();
         }
     l.held = false;
-    l.mutex.unlock();
+    l.locked.store(false, std::memory_order_release);
 }
 
-// Nothing here allocates. Each lock is made anew rather than unlocked: glibc tells a
-// writer's unlock from a reader's by the thread id, which the child's one thread does not
-// share with the thread that took it.
+// Nothing here allocates. Each lock is made anew rather than unlocked: the readers the
+// parent had are not in the child, and glibc tells whose unlock it is by the thread id,
+// which the child's one thread does not share with the thread that took it.
 void fork_shared_mutex::after_fork_in_child() noexcept {
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
     if (!l.held) { // none was taken, and the list may be half changed: all are lost
         ++fork_shared_mutex_epoch();
-        ::new (&l.mutex) std::timed_mutex;
         l.head = nullptr;
+        l.locked.store(false, std::memory_order_release);
         return;
     }
     for (fork_shared_mutex* m = l.head; m; m = m->next_) {
-        if (!m->held_for_fork_) m->lost_ = true; // its holder is not in this process
+        if (!m->held_for_fork_) m->lost_ = true; // a writer, or a lost one: not usable here
         m->held_for_fork_ = false;
         ::new (&m->mutex_) std::shared_timed_mutex;
     }
     l.held = false;
-    l.mutex.unlock();
+    l.locked.store(false, std::memory_order_release);
 }
 
 /// The copies keep_abandoned_bytes made, each block starting with the address of the one
