@@ -232,8 +232,8 @@ TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with
     switchable_remote server;
     std::vector<std::string> log;
     cc::tier_options t;
-    t.backoff_start = 150ms;
-    t.backoff_max = 400ms;
+    t.backoff_start = 600ms; // (long enough for six misses on a slow, busy machine)
+    t.backoff_max = 1600ms;
     t.upload = cc::remote_upload::sync; // (each store's remote call on this thread, counted here)
     // Identity records (explain.hpp) would add a remote call to each miss and store:
     // off, so that the calls counted here are the kernels' own.
@@ -253,18 +253,18 @@ TEST_CASE("tiered_storage: a remote that refuses is skipped for a back-off, with
     CHECK(rc["remote.skipped"] == 11); // 5 reads and 6 stores
     REQUIRE(log.size() == 1);
     CHECK(log[0].rfind("the remote test-server failed (refused: ", 0) == 0);
-    CHECK(log[0].find("skipped for 150 ms") != std::string::npos);
+    CHECK(log[0].find("skipped for 600 ms") != std::string::npos);
 
-    std::this_thread::sleep_for(160ms);
+    std::this_thread::sleep_for(640ms);
     CHECK(get(c, "k6") == cc::outcome::compiled); // the probe fails: back-off doubles, silently
     CHECK(*server.calls == calls_when_down + 1);
     CHECK(log.size() == 1);
-    std::this_thread::sleep_for(160ms);
-    CHECK(get(c, "k7") == cc::outcome::compiled); // still inside 300 ms: skipped
+    std::this_thread::sleep_for(640ms);
+    CHECK(get(c, "k7") == cc::outcome::compiled); // still inside 1200 ms: skipped
     CHECK(*server.calls == calls_when_down + 1);
 
     *server.down = false;
-    std::this_thread::sleep_for(200ms);
+    std::this_thread::sleep_for(800ms);
     CHECK(get(c, "k8") == cc::outcome::compiled); // probe answers (absent), then the store goes through
     CHECK(*server.calls == calls_when_down + 3);
     REQUIRE(log.size() == 2);
