@@ -4134,6 +4134,7 @@ COMPILE_CACHE_DECL bool install_fork_handlers(fork_stage stage, fork_handlers ha
 #if COMPILE_CACHE_INCLUDE_IMPL
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -4143,6 +4144,10 @@ namespace compile_cache::detail {
 struct fork_handler_table {
     fork_handlers handlers[fork_stage_count] = {};
     std::atomic<bool> installed[fork_stage_count] = {};
+    /// The stages whose prepare the fork under way ran: only theirs run after it (one
+    /// installed meanwhile by another thread has nothing to give back). Forks run their
+    /// handlers one at a time (pthread_atfork).
+    unsigned prepared = 0;
 };
 COMPILE_CACHE_DECL fork_handler_table& the_fork_handler_table() noexcept;
 fork_handler_table& the_fork_handler_table() noexcept {
@@ -4153,27 +4158,43 @@ fork_handler_table& the_fork_handler_table() noexcept {
 COMPILE_CACHE_DECL void run_fork_prepare() noexcept;
 void run_fork_prepare() noexcept {
     fork_handler_table& t = the_fork_handler_table();
+    t.prepared = 0;
     for (unsigned i = 0; i < fork_stage_count; ++i)
-        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].prepare();
+        if (t.installed[i].load(std::memory_order_acquire)) {
+            t.handlers[i].prepare();
+            t.prepared |= 1u << i;
+        }
 }
 
 COMPILE_CACHE_DECL void run_fork_parent() noexcept;
 void run_fork_parent() noexcept {
     fork_handler_table& t = the_fork_handler_table();
     for (unsigned i = fork_stage_count; i-- > 0;)
-        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].parent();
+        if (t.prepared & (1u << i)) t.handlers[i].parent();
 }
 
 COMPILE_CACHE_DECL void run_fork_child() noexcept;
 void run_fork_child() noexcept {
     fork_handler_table& t = the_fork_handler_table();
     for (unsigned i = fork_stage_count; i-- > 0;)
-        if (t.installed[i].load(std::memory_order_acquire)) t.handlers[i].child();
+        if (t.prepared & (1u << i)) t.handlers[i].child();
 }
 
 bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
-    static bool const installed = ::pthread_atfork(&run_fork_prepare, &run_fork_parent, &run_fork_child) == 0;
-    if (!installed) return false;
+    // The one pthread_atfork: 0 not yet, 1 under way, 2 done, 3 failed. No static's guard,
+    // which a child forked just after the call (glibc lets a fork in once it returns) would
+    // find held for ever; a caller meeting one under way waits 1 s at most.
+    static std::atomic<int> state{0};
+    int seen = 0;
+    if (state.compare_exchange_strong(seen, 1, std::memory_order_acq_rel)) {
+        seen = ::pthread_atfork(&run_fork_prepare, &run_fork_parent, &run_fork_child) == 0 ? 2 : 3;
+        state.store(seen, std::memory_order_release);
+    }
+    for (int waited_ms = 0; seen == 1 && waited_ms < 1000; ++waited_ms) {
+        ::usleep(1000);
+        seen = state.load(std::memory_order_acquire);
+    }
+    if (seen != 2) return false;
     fork_handler_table& t = the_fork_handler_table();
     auto const i = static_cast<unsigned>(stage);
     if (t.installed[i].load(std::memory_order_acquire)) return true;
@@ -4205,12 +4226,12 @@ inline unsigned& fork_shared_mutex_epoch() noexcept {
 }
 
 /// A reader-writer lock (Lockable and SharedLockable) that a fork handles: the fork's
-/// prepare (stage reader_writer_locks) takes every one alive exclusively, all within one
-/// bound (fork_wait), so that a child starts with each as some thread left it between two
-/// calls. One that another thread held through the bound is lost in the child: what it
-/// guards may be half changed there, so its owner checks lost() (a load) before taking it,
-/// and then neither touches nor destroys what it guards (abandonable). Lost stays lost in
-/// that process and its own children. Neither copyable nor movable: it is one object's.
+/// prepare (stage reader_writer_locks) takes every one alive shared, all within one
+/// bound (fork_wait), so that no writer is inside one in a child. One that a writer held
+/// through the bound is lost in the child: what it guards may be half changed there, so
+/// its owner checks lost() (a load) before taking it, and then neither touches nor destroys
+/// what it guards (abandonable). Lost stays lost in that process and its own children.
+/// Neither copyable nor movable: it is one object's.
 class fork_shared_mutex {
 public:
     /// How long a fork waits at most for all of them together.
@@ -4243,6 +4264,7 @@ private:
     unsigned epoch_ = 0;
     bool lost_ = false;          ///< written only by the child's fork handler
     bool held_for_fork_ = false; ///< the fork under way took it
+    bool linked_ = false;        ///< in the list (not when its lock could not be had)
 };
 
 /// Makes a copy of `size` bytes, kept for the process's life where a leak checker sees it:
@@ -4288,57 +4310,87 @@ private:
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
+
+#include <unistd.h>
 
 namespace compile_cache::detail {
 
-/// Every fork_shared_mutex alive, for the fork handlers; never destroyed (a fork may come
-/// at exit).
+/// Every fork_shared_mutex alive, for the fork handlers. Constant-initialised and trivially
+/// destructible: no static's guard (which a child forked while another thread made the
+/// first one would find held for ever), no allocation, and usable at exit.
 struct fork_shared_mutex_list {
-    std::timed_mutex mutex; ///< held only to link, to unlink, and through a fork
+    std::atomic<bool> locked{false}; ///< held only to link, to unlink, and through a fork
     fork_shared_mutex* head = nullptr;
-    bool held = false; ///< the fork under way took `mutex`
+    bool held = false; ///< the fork under way took `locked`
+    std::atomic<bool> handlers_installed{false};
 };
 COMPILE_CACHE_DECL fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept;
 fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept {
-    static fork_shared_mutex_list* const list = [] {
-        auto* l = new fork_shared_mutex_list;
-        (void)install_fork_handlers(fork_stage::reader_writer_locks,
-                                    {&fork_shared_mutex::before_fork, &fork_shared_mutex::after_fork_in_parent,
-                                     &fork_shared_mutex::after_fork_in_child});
-        return l;
-    }();
-    return *list;
+    static fork_shared_mutex_list list;
+    return list;
+}
+
+/// Takes `l`'s lock, by `until` at the latest (else false). Its holders are bounded: a
+/// link, an unlink, a fork's prepare (fork_wait); a child made it anew.
+COMPILE_CACHE_DECL bool lock_fork_shared_mutex_list(fork_shared_mutex_list& l,
+                                                    std::chrono::steady_clock::time_point until) noexcept;
+bool lock_fork_shared_mutex_list(fork_shared_mutex_list& l, std::chrono::steady_clock::time_point until) noexcept {
+    for (int spins = 0;; ++spins) {
+        if (!l.locked.exchange(true, std::memory_order_acquire)) return true;
+        if (spins < 64) continue;
+        if (std::chrono::steady_clock::now() >= until) return false;
+        ::usleep(100);
+    }
 }
 
 fork_shared_mutex::fork_shared_mutex() noexcept {
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    // (Its holders are bounded: another link or unlink, or a fork's prepare.)
-    std::lock_guard<std::timed_mutex> const lock(l.mutex);
+    if (!l.handlers_installed.exchange(true, std::memory_order_acq_rel))
+        (void)install_fork_handlers(fork_stage::reader_writer_locks,
+                                    {&fork_shared_mutex::before_fork, &fork_shared_mutex::after_fork_in_parent,
+                                     &fork_shared_mutex::after_fork_in_child});
+    // Past 2 s (longer than any holder), lost from the start: not in the list, misses.
+    if (!lock_fork_shared_mutex_list(l, std::chrono::steady_clock::now() + std::chrono::seconds(2))) {
+        lost_ = true;
+        return;
+    }
     epoch_ = fork_shared_mutex_epoch();
     next_ = l.head;
     if (next_) next_->prev_ = this;
     l.head = this;
+    linked_ = true;
+    l.locked.store(false, std::memory_order_release);
 }
 
 fork_shared_mutex::~fork_shared_mutex() {
+    if (!linked_) return;
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    std::lock_guard<std::timed_mutex> const lock(l.mutex);
-    if (epoch_ != fork_shared_mutex_epoch()) return; // (not in the list made anew in this child)
-    if (prev_) prev_->next_ = next_;
-    else l.head = next_;
-    if (next_) next_->prev_ = prev_;
+    // (Not left linked: the list would point at freed memory. Every holder is bounded.)
+    while (!lock_fork_shared_mutex_list(l, std::chrono::steady_clock::now() + std::chrono::seconds(2))) {
+    }
+    if (epoch_ == fork_shared_mutex_epoch()) { // (else not in the list made anew in this child)
+        if (prev_) prev_->next_ = next_;
+        else l.head = next_;
+        if (next_) next_->prev_ = prev_;
+    }
+    l.locked.store(false, std::memory_order_release);
 }
 
+// Each is taken shared: a fork must only keep out a writer, whose change the child could
+// find half made; readers change nothing. (Taken exclusively, a stream of short reads kept
+// the fork waiting its whole bound, glibc letting new readers in before a waiting writer,
+// and the child then lost the object.)
 void fork_shared_mutex::before_fork() noexcept {
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
     auto const until = std::chrono::steady_clock::now() + fork_wait;
-    try {
-        l.held = l.mutex.try_lock_until(until);
-        if (!l.held) return;
-        for (fork_shared_mutex* m = l.head; m; m = m->next_)
-            m->held_for_fork_ = !m->lost() && m->mutex_.try_lock_until(until);
-    } catch (...) { // (std::system_error: not taken)
+    l.held = lock_fork_shared_mutex_list(l, until);
+    if (!l.held) return;
+    for (fork_shared_mutex* m = l.head; m; m = m->next_) {
+        m->held_for_fork_ = false;
+        try {
+            m->held_for_fork_ = !m->lost() && m->mutex_.try_lock_shared_until(until);
+        } catch (...) { // (std::system_error: not taken)
+        }
     }
 }
 
@@ -4348,30 +4400,30 @@ void fork_shared_mutex::after_fork_in_parent() noexcept {
     for (fork_shared_mutex* m = l.head; m; m = m->next_)
         if (m->held_for_fork_) {
             m->held_for_fork_ = false;
-            m->mutex_.unlock();
+            m->mutex_.unlock_shared();
         }
     l.held = false;
-    l.mutex.unlock();
+    l.locked.store(false, std::memory_order_release);
 }
 
-// Nothing here allocates. Each lock is made anew rather than unlocked: glibc tells a
-// writer's unlock from a reader's by the thread id, which the child's one thread does not
-// share with the thread that took it.
+// Nothing here allocates. Each lock is made anew rather than unlocked: the readers the
+// parent had are not in the child, and glibc tells whose unlock it is by the thread id,
+// which the child's one thread does not share with the thread that took it.
 void fork_shared_mutex::after_fork_in_child() noexcept {
     fork_shared_mutex_list& l = the_fork_shared_mutex_list();
     if (!l.held) { // none was taken, and the list may be half changed: all are lost
         ++fork_shared_mutex_epoch();
-        ::new (&l.mutex) std::timed_mutex;
         l.head = nullptr;
+        l.locked.store(false, std::memory_order_release);
         return;
     }
     for (fork_shared_mutex* m = l.head; m; m = m->next_) {
-        if (!m->held_for_fork_) m->lost_ = true; // its holder is not in this process
+        if (!m->held_for_fork_) m->lost_ = true; // a writer, or a lost one: not usable here
         m->held_for_fork_ = false;
         ::new (&m->mutex_) std::shared_timed_mutex;
     }
     l.held = false;
-    l.mutex.unlock();
+    l.locked.store(false, std::memory_order_release);
 }
 
 /// The copies keep_abandoned_bytes made, each block starting with the address of the one
@@ -4425,8 +4477,8 @@ namespace compile_cache {
 /// Every member is thread-safe. A reference is resolved only to an object registered
 /// with the same C++ type; anything else fails the load as a miss.
 ///
-/// In a child forked while another thread of the parent was inside one of its members
-/// (for longer than the fork's wait, 250 ms), the registry knows nothing, for ever, and
+/// In a child forked while another thread of the parent was inside one of its members that
+/// change it (for longer than the fork's wait, 250 ms), the registry knows nothing, for ever, and
 /// never waits: no kernel has a key, no object a name or a reference, so every store or
 /// load through a reference fails as a miss; what registers, binds, removes or records
 /// does nothing (bind is false), and forget and callers_of give nothing.
@@ -5550,12 +5602,14 @@ struct claim_answer {
 
 namespace detail {
 
-/// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME`, the
-/// process's start time in clock ticks since boot (so that a reused pid is told apart).
+/// This process as a claim names it: `pid=N boot=BOOT_ID start=TICKS host=NAME run=MARK`,
+/// the process's start time in clock ticks since boot (so that a reused pid is told apart)
+/// and its program image's mark (so that the image it ran before an exec is told apart).
 COMPILE_CACHE_DECL std::string claim_owner() noexcept;
 
 /// Whether the process a claim names (claim_owner()'s text) is alive: false when it ran on
-/// this boot of this machine and is gone (no such pid, or the pid's start time differs);
+/// this boot of this machine and is gone (no such pid, or the pid's start time differs, or
+/// it is this process under another image's `run=` mark: before an exec);
 /// true when it is alive, or on another machine or boot (`same_machine` false: it cannot
 /// be asked, and the claim's expiry decides).
 COMPILE_CACHE_DECL bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept;
@@ -5572,7 +5626,9 @@ COMPILE_CACHE_DECL std::string claim_field(std::string_view owner, std::string_v
 // (inline by default, compiled once in compile_cache/src.hpp under separate compilation).
 #if COMPILE_CACHE_INCLUDE_IMPL
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -5630,6 +5686,22 @@ inline std::string start_ticks(long pid, std::string* state = nullptr) {
     }
     return {};
 }
+/// This program image's own mark: made once per image (an exec makes a new one; a forked
+/// child shares its parent's, but not its pid), so that a claim of this pid and start time
+/// made by the image this process ran before an exec is told from its own.
+inline std::string image_mark() {
+    static std::atomic<std::string*> the_mark{nullptr};
+    return detail::made_once(the_mark, [] {
+        std::string mark = first_line("/proc/sys/kernel/random/uuid");
+        mark.erase(std::remove(mark.begin(), mark.end(), '-'), mark.end());
+        if (mark.empty() || mark.find_first_of(" \n") != std::string::npos) {
+            auto const now = std::chrono::system_clock::now().time_since_epoch().count() ^
+                             std::chrono::steady_clock::now().time_since_epoch().count();
+            mark = std::to_string(static_cast<unsigned long long>(now));
+        }
+        return std::make_unique<std::string>(std::move(mark));
+    });
+}
 inline std::string host_name() {
     char name[256] = {};
     if (::gethostname(name, sizeof name - 1) != 0) return "?";
@@ -5661,7 +5733,7 @@ std::string claim_owner() noexcept {
         std::string start = claim_impl::start_ticks(0);
         if (start.empty()) start = "?";
         std::string owner = "pid=" + std::to_string(pid) + " boot=" + boot + " start=" + start +
-                            " host=" + claim_impl::host_name();
+                            " host=" + claim_impl::host_name() + " run=" + claim_impl::image_mark();
         if (lock.owns_lock()) {
             cached = owner;
             cached_pid = pid;
@@ -5707,7 +5779,13 @@ bool claim_owner_alive(std::string_view owner, bool& same_machine) noexcept {
         if (state == "Z" || state == "X") return false; // ended, not yet waited for by its parent
         std::string const start = claim_field(owner, "start");
         if (start.empty() || start == "?") return true;
-        return now.empty() || now == start; // another start time: the pid was reused
+        if (!now.empty() && now != start) return false; // another start time: the pid was reused
+        // This very process (its pid and start time) under another image's mark: the claim
+        // of the program it ran before an exec, whose descriptors and lock the exec closed.
+        std::string const run = claim_field(owner, "run");
+        if (pid == static_cast<long>(::getpid()) && !run.empty() && start == claim_field(mine, "start"))
+            return run == claim_field(mine, "run");
+        return true;
     } catch (...) {
         return true;
     }
@@ -12690,13 +12768,22 @@ inline std::int64_t claim_number(std::string const& text, char const* field) {
     return *end == '\0' && n > 0 ? n : 0;
 }
 
-/// How old a claim is, by its `created_ns=` field, else by the file's modification time
-/// (`name` relative to `folder_fd`, as read_claim_at).
+/// How far a claim's time is from now, by its `created_ns=` field, else by the file's
+/// modification time (`name` relative to `folder_fd`, as read_claim_at): a time ahead of
+/// this clock (another machine's clock, this one set back, a number too large) is as old
+/// as it is ahead, never young until this clock catches up.
 inline std::int64_t claim_age_ns_at(std::string const& text, int folder_fd, char const* name) {
-    if (std::int64_t const created = claim_number(text, "created_ns")) return now_ns() - created;
+    auto distance = [](std::int64_t then) {
+        std::int64_t const now = now_ns();
+        // (In unsigned arithmetic, the exact distance; at most the largest int64_t.)
+        std::uint64_t const d = then > now ? static_cast<std::uint64_t>(then) - static_cast<std::uint64_t>(now)
+                                           : static_cast<std::uint64_t>(now) - static_cast<std::uint64_t>(then);
+        return static_cast<std::int64_t>(std::min<std::uint64_t>(d, static_cast<std::uint64_t>(INT64_MAX)));
+    };
+    if (std::int64_t const created = claim_number(text, "created_ns")) return distance(created);
     struct stat st {};
     if (::fstatat(folder_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) return 0;
-    return now_ns() - detail::mtime_ns(st);
+    return distance(detail::mtime_ns(st));
 }
 
 /// The bound a claim file records (`expiry_ms=`, its request's expiry), in ns; an hour
@@ -12976,6 +13063,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
             struct ::stat file {};
             std::string const held = impl::read_claim(path, error, &locked, &file);
             if (error == ENOENT) continue; // released meanwhile: try again
+            // A directory with the claim's name is never a claim, nor ever goes: none (compile
+            // as without claims), not held (every miss of the key waited its whole bound).
+            if (error == EISDIR) return claim_answer{};
             // Owners that cannot be asked: this request's own bound.
             bool const alive = impl::claim_is_alive(held, error, locked, AT_FDCWD, path.c_str(),
                                                     std::chrono::nanoseconds(request.expiry).count());
@@ -13198,8 +13288,8 @@ namespace compile_cache {
 /// key (what an over-long one becomes: key.hpp) names no entry: it reads absent, a write
 /// under it fails with invalid_argument, and a removal of it removes nothing.
 ///
-/// In a child forked while another thread of the parent was inside a call (for longer
-/// than the fork's wait, 250 ms), the storage holds nothing, for ever, and never waits:
+/// In a child forked while another thread of the parent was inside a write or a removal
+/// (for longer than the fork's wait, 250 ms), the storage holds nothing, for ever, and never waits:
 /// reads are absent, writes fail with state_not_recoverable, removals remove nothing,
 /// size() is 0; moving it or into it moves nothing.
 class memory_storage {

@@ -1214,9 +1214,10 @@ private:
                   set(CURLOPT_SOCKOPTDATA, static_cast<void*>(rq.sockets)) &&
                   set(CURLOPT_CLOSESOCKETFUNCTION, &http_storage::on_socket_close) &&
                   set(CURLOPT_CLOSESOCKETDATA, static_cast<void*>(rq.sockets));
-        // A listing may take up to listing_timeout, but one whose server sends nothing for a whole call
-        // timeout gives up (timeout): a server that took the connection and never answers is no ten-minute wait.
-        long const stall_s = propfind ? std::max(1L, static_cast<long>((o.timeout.count() + 999) / 1000)) : 0L;
+        // A listing may take up to listing_timeout, but one whose server sends nothing for 30 s (or a
+        // longer call timeout) gives up (timeout): a server that took the connection and never answers
+        // is no ten-minute wait, and one building a large folder's answer is still waited for.
+        long const stall_s = propfind ? std::max(30L, static_cast<long>((o.timeout.count() + 999) / 1000)) : 0L;
         ok = ok && set(CURLOPT_LOW_SPEED_LIMIT, propfind ? 1L : 0L) && set(CURLOPT_LOW_SPEED_TIME, stall_s);
 #if LIBCURL_VERSION_NUM >= 0x075000 // (7.80)
         // Before each request on a connection: none goes out on one holding an answer no
