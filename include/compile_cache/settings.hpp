@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,23 @@ namespace detail {
 /// The edit distance (insertions, deletions, substitutions) between `a` and `b`: how a
 /// misspelled setting's name is told from another (2 at most).
 COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// Of `settings` (each with a `name`), the one whose name is nearest `name` and at most 2
+/// letters from it, the first of equals: the setting a misspelled name was meant for;
+/// nullptr when none is that near.
+template <class Settings>
+auto nearest_setting(std::string_view name, Settings const& settings) -> decltype(&*std::begin(settings)) {
+    decltype(&*std::begin(settings)) nearest = nullptr;
+    std::size_t best = 3; // more letters apart than 2: not a misspelling of it
+    for (auto const& s : settings) {
+        std::size_t const d = edit_distance(name, s.name);
+        if (d < best) {
+            best = d;
+            nearest = &s;
+        }
+    }
+    return nearest;
+}
 } // namespace detail
 
 /// A setting read from the environment, for a host's --help.

@@ -100,19 +100,15 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
 }
 
 std::string misspelled_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
-    std::string nearest;
-    std::size_t best = 3; // more letters apart than 2: not a misspelling of it
+    environment_setting const* nearest = nullptr;
     for (environment_setting const& s : known) {
         if (s.name == name) return {};
         // A file setting without its _FILE (PREFIX_TRUSTED_KEYS): as near as can be.
-        std::size_t const d = s.name == name + "_FILE" ? 0 : edit_distance(name, s.name);
-        if (d < best) {
-            best = d;
-            nearest = s.name;
-        }
+        if (!nearest && s.name == name + "_FILE") nearest = &s;
     }
-    if (nearest.empty()) return {};
-    return name + " is set, but it is no setting of this cache or its storage (" + nearest +
+    if (!nearest) nearest = nearest_setting(name, known);
+    if (!nearest) return {};
+    return name + " is set, but it is no setting of this cache or its storage (" + nearest->name +
            ", misspelled?); it is ignored";
 }
 

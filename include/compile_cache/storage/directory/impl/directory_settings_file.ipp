@@ -80,8 +80,9 @@ inline void parse_settings_text(std::string const& text, directory_settings& out
 }
 
 /// Says through `env` the first line of `file` that is not `name = value` (with how many
-/// more), and each name that is none a directory keeps but one of them misspelled (2
-/// letters apart at most: `max_size`); a name far from every one (a newer tool's) is left alone.
+/// more), and each name that is none a directory keeps but one of them misspelled (the
+/// nearest, 2 letters apart at most: `max_size`); a name far from every one (a newer
+/// tool's) is left alone.
 inline void report_unusable_lines(std::string const& where, directory_settings const& file,
                                   settings_reader const& env) {
     if (!file.problems.empty())
@@ -91,12 +92,9 @@ inline void report_unusable_lines(std::string const& where, directory_settings c
                    "; it is ignored");
     for (auto const& [name, value] : file.values) {
         if (find_directory_setting(name)) continue;
-        for (directory_setting_spec const& s : directory_settings_kept())
-            if (edit_distance(name, s.name) <= 2) {
-                env.report(where + ": " + name + " = \"" + value + "\" is no setting a cache directory keeps (" +
-                           s.name + ", misspelled?); it is ignored");
-                break;
-            }
+        if (directory_setting_spec const* s = nearest_setting(name, directory_settings_kept()))
+            env.report(where + ": " + name + " = \"" + value + "\" is no setting a cache directory keeps (" +
+                       s->name + ", misspelled?); it is ignored");
     }
 }
 
