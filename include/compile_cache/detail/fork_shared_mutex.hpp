@@ -4,6 +4,7 @@
 
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/fork_handlers.hpp>
+#include <compile_cache/detail/fork_list.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -13,13 +14,9 @@
 
 namespace compile_cache::detail {
 
-/// Bumped in a forked child whose fork could not take the list of fork_shared_mutexes
-/// (then none was taken): every one made before is lost there. Written only by the
-/// child's fork handler, while the child has one thread.
-inline unsigned& fork_shared_mutex_epoch() noexcept {
-    static unsigned epoch = 0; // (constant-initialized: no guard on the read)
-    return epoch;
-}
+class fork_shared_mutex;
+/// Every fork_shared_mutex alive.
+COMPILE_CACHE_DECL fork_list<fork_shared_mutex>& the_fork_shared_mutex_list() noexcept;
 
 /// A reader-writer lock (Lockable and SharedLockable) that a fork handles: the fork's
 /// prepare (stage reader_writer_locks) takes every one alive shared, all within one
@@ -39,7 +36,7 @@ public:
     fork_shared_mutex& operator=(fork_shared_mutex const&) = delete;
 
     /// Whether this process is a child forked while another thread held this lock.
-    bool lost() const noexcept { return lost_ || epoch_ != fork_shared_mutex_epoch(); }
+    bool lost() const noexcept { return lost_ || !the_fork_shared_mutex_list().current(*this); }
 
     void lock() { mutex_.lock(); }
     bool try_lock() { return mutex_.try_lock(); }
@@ -54,13 +51,11 @@ public:
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
 
 private:
+    friend class fork_list<fork_shared_mutex>;
     std::shared_timed_mutex mutex_;
-    fork_shared_mutex* prev_ = nullptr; ///< the list of those alive (intrusive: joining it never fails)
-    fork_shared_mutex* next_ = nullptr;
-    unsigned epoch_ = 0;
+    fork_list_links<fork_shared_mutex> fork_links; ///< (not linked when the list's lock could not be had)
     bool lost_ = false;          ///< written only by the child's fork handler
     bool held_for_fork_ = false; ///< the fork under way took it
-    bool linked_ = false;        ///< in the list (not when its lock could not be had)
 };
 
 /// Makes a copy of `size` bytes, kept for the process's life where a leak checker sees it:

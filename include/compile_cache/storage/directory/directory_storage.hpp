@@ -7,6 +7,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/fork_handlers.hpp>
+#include <compile_cache/detail/fork_list.hpp>
 #include <compile_cache/detail/held_batch_bounds.hpp>
 #include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/detail/per_thread.hpp>
@@ -271,18 +272,13 @@ inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadlin
 /// parent and the child: a mutex another thread held while this one forked would stay
 /// held forever in the child, whose first store, prune or lock report would wait for it.
 /// Each is tried for at most fork_lock_wait (the cleanup's once); what the child does with
-/// one not taken: give_back_after_fork_in_child and docs/design.md, "Forks". Never
-/// destroyed (a fork may come at exit).
-struct fork_registry {
-    std::mutex mutex;
-    std::vector<shared_state*> states;
-    bool held = false; ///< `mutex` was taken by the fork under way
-};
+/// one not taken: give_back_after_fork_in_child and docs/design.md, "Forks".
+COMPILE_CACHE_DECL fork_list<shared_state>& the_fork_registry() noexcept;
 inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
 COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
 
-/// How many mutexes of a shared_state a fork takes (fork_registry).
+/// How many mutexes of a shared_state a fork takes (the_fork_registry).
 inline constexpr int fork_mutexes = 5;
 
 /// State shared by a storage object and its copies.
@@ -313,8 +309,9 @@ struct shared_state {
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
     /// order, the order they nest in), and the packs index's (which nests in none), the
-    /// fork under way took (fork_registry).
+    /// fork under way took (the_fork_registry).
     bool held_for_fork[fork_mutexes] = {};
+    fork_list_links<shared_state> fork_links; ///< in the_fork_registry()
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
@@ -601,7 +598,7 @@ private:
         }
         impl::unlock_at_end const unlock{root.fd}; // (before the close: a forked child's copy keeps it else)
         try {
-            // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
+            // Within the root's bound too: in a child forked mid-cleanup it stays held (the_fork_registry).
             if (!impl::lock_by(state_->cleanup.mutex, std::chrono::steady_clock::now() + impl::cleanup_lock_wait)) {
                 state_->locks.gave_up(directory_, "so the cleanup did not run");
                 r.error = std::make_error_code(std::errc::resource_unavailable_try_again);

@@ -263,7 +263,7 @@ public:
 
     std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
 
-    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    /// For the fork handlers alone (directory_storage.hpp, the_fork_registry).
     std::mutex& mutex_for_fork() noexcept { return mutex_; }
 
 private:
@@ -419,7 +419,7 @@ public:
     /// that a flush for another reason, accounted_size() say, does not skip a cleanup).
     COMPILE_CACHE_DECL unsigned take_stores() noexcept;
 
-    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    /// For the fork handlers alone (directory_storage.hpp, the_fork_registry).
     std::mutex& mutex_for_fork() noexcept { return mutex_; }
 
 private:

@@ -63,8 +63,8 @@ namespace detail::directory_storage_impl {
 
 // (The helpers below are inline, not in an unnamed namespace: every translation unit
 // that includes this file must share one registry.)
-inline fork_registry& the_fork_registry() noexcept {
-    static fork_registry& registry = *new fork_registry; // never destroyed: a fork may come at exit
+fork_list<shared_state>& the_fork_registry() noexcept {
+    static fork_list<shared_state> registry; // (constant-initialised: fork_list)
     return registry;
 }
 
@@ -81,10 +81,10 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
 // The fork's prepare (detail/fork_handlers.hpp, after the tier workers'): every storage's mutexes, in the order they nest, each
 // within fork_lock_wait, but for the cleanup's, held through a whole prune: tried once.
 inline void take_before_fork() noexcept {
-    fork_registry& r = the_fork_registry();
-    r.held = lock_by(r.mutex, std::chrono::steady_clock::now() + fork_lock_wait);
-    if (!r.held) return;
-    for (shared_state* s : r.states)
+    fork_list<shared_state>& r = the_fork_registry();
+    r.held_for_fork = r.lock(std::chrono::steady_clock::now() + fork_lock_wait);
+    if (!r.held_for_fork) return;
+    for (shared_state* s = r.head(); s; s = s->fork_links.next)
         for (int i = 0; i < fork_mutexes; ++i)
             s->held_for_fork[i] = i == 0 ? fork_mutex(*s, i)->try_lock()
                                          : lock_by(*fork_mutex(*s, i), std::chrono::steady_clock::now() + fork_lock_wait);
@@ -92,16 +92,16 @@ inline void take_before_fork() noexcept {
 
 // Its parent handler: what it took, given back.
 inline void give_back_after_fork_in_parent() noexcept {
-    fork_registry& r = the_fork_registry();
-    if (!r.held) return;
-    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
+    fork_list<shared_state>& r = the_fork_registry();
+    if (!r.held_for_fork) return;
+    for (shared_state* s = r.head(); s; s = s->fork_links.next)
         for (int i = fork_mutexes - 1; i >= 0; --i)
-            if ((*s)->held_for_fork[i]) {
-                (*s)->held_for_fork[i] = false;
-                fork_mutex(**s, i)->unlock();
+            if (s->held_for_fork[i]) {
+                s->held_for_fork[i] = false;
+                fork_mutex(*s, i)->unlock();
             }
-    r.held = false;
-    r.mutex.unlock();
+    r.held_for_fork = false;
+    r.unlock();
 }
 
 // Its child handler, on the one thread there: what it took, given back. One it could not
@@ -114,10 +114,13 @@ inline void give_back_after_fork_in_parent() noexcept {
 // index of record packs is made anew, empty (the child lists the packs again).
 // Nothing here allocates.
 inline void give_back_after_fork_in_child() noexcept {
-    fork_registry& r = the_fork_registry();
-    if (!r.held) return;
-    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s) {
-        shared_state& state = **s;
+    fork_list<shared_state>& r = the_fork_registry();
+    if (!r.held_for_fork) { // (as before the fork, but the list: its lock's holder is not here)
+        r.forget_all();
+        return;
+    }
+    for (shared_state* s = r.head(); s; s = s->fork_links.next) {
+        shared_state& state = *s;
         for (int i = fork_mutexes - 1; i >= 0; --i) {
             bool const taken = state.held_for_fork[i];
             state.held_for_fork[i] = false;
@@ -137,28 +140,19 @@ inline void give_back_after_fork_in_child() noexcept {
             }
         }
     }
-    r.held = false;
-    r.mutex.unlock();
+    r.held_for_fork = false;
+    r.unlock();
 }
 
 void register_for_fork(shared_state* s) noexcept {
-    static bool const installed = install_fork_handlers(
-        fork_stage::directory_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
-    if (!installed) return;
-    fork_registry& r = the_fork_registry();
-    std::lock_guard<std::mutex> const lock(r.mutex);
-    try {
-        r.states.push_back(s);
-    } catch (...) { // bad_alloc: this one is left out (its child may wait, as before)
-    }
+    fork_list<shared_state>& r = the_fork_registry();
+    if (!r.install(fork_stage::directory_storages,
+                   {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child}))
+        return;
+    (void)r.link(*s); // (past its bound, left out: its child may wait, as before)
 }
 
-void unregister_for_fork(shared_state* s) noexcept {
-    fork_registry& r = the_fork_registry();
-    std::lock_guard<std::mutex> const lock(r.mutex);
-    auto const it = std::find(r.states.begin(), r.states.end(), s);
-    if (it != r.states.end()) r.states.erase(it);
-}
+void unregister_for_fork(shared_state* s) noexcept { the_fork_registry().unlink(*s); }
 
 } // namespace detail::directory_storage_impl
 
