@@ -4,6 +4,7 @@
 // nothing and touches nothing; from_env turns it on; entries outlive the process.
 #include "catch2_compat.hpp"
 #include "support/posix.hpp"
+#include "support/allocation_faults.hpp"
 #include "support/entries.hpp"
 #include "support/model.hpp"
 #include "support/process.hpp"
@@ -856,67 +857,11 @@ TEST_CASE("nested loads deeper than max_nested_loads are a counted miss, a shall
 
 // --- allocation failures in get_or_compile ------------------------------------------
 
-namespace {
-// The fault: on the thread that arms it, the `countdown`-th allocation from then throws
-// std::bad_alloc; with `persistent`, every later one too (memory exhausted) until disarmed.
-thread_local bool allocation_fault_armed = false;
-thread_local long allocation_fault_countdown = 0;
-thread_local bool allocation_fault_fired = false;
-thread_local bool allocation_fault_persistent = false;
-
-struct allocation_fault {
-    allocation_fault(long nth, bool persistent) {
-        allocation_fault_fired = false;
-        allocation_fault_persistent = persistent;
-        allocation_fault_countdown = nth;
-        allocation_fault_armed = true;
-    }
-    ~allocation_fault() { disarm(); }
-    allocation_fault(allocation_fault const&) = delete;
-    allocation_fault& operator=(allocation_fault const&) = delete;
-    static void disarm() noexcept {
-        allocation_fault_armed = false;
-        allocation_fault_persistent = false;
-    }
-    static bool fired() noexcept { return allocation_fault_fired; }
-};
-
-// The park: on the thread that arms it, the next allocation waits (before it allocates
-// anything) until released, so that the thread stays inside the call that allocated,
-// holding what that call holds. allocation_park_state: 1 once parked, 2 to release.
-thread_local bool allocation_park_armed = false;
-std::atomic<int> allocation_park_state{0};
-void park_if_armed() noexcept {
-    if (!allocation_park_armed) return;
-    allocation_park_armed = false;
-    allocation_park_state.store(1);
-    while (allocation_park_state.load() != 2) ::usleep(1000);
-}
-} // namespace
-
-// (Not inlined: GCC would see free() called on what `new` returned, -Wmismatched-new-delete.)
-[[gnu::noinline]] void* operator new(std::size_t n) {
-    park_if_armed();
-    if (allocation_fault_armed && (allocation_fault_countdown <= 0 || --allocation_fault_countdown == 0)) {
-        if (!allocation_fault_persistent) allocation_fault_armed = false;
-        allocation_fault_fired = true;
-        throw std::bad_alloc();
-    }
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-// The nothrow forms too, so that what they return is freed by the delete above (Catch2
-// allocates with them; a sanitizer's own would not match the free, and ASan stops there).
-[[gnu::noinline]] void* operator new(std::size_t n, std::nothrow_t const&) noexcept {
-    try {
-        return ::operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
-[[gnu::noinline]] void operator delete(void* p, std::nothrow_t const&) noexcept { std::free(p); }
+// The faults and the park: support/allocation_faults.hpp (this file's program replaces
+// operator new with it).
+using compile_cache_test::allocation_fault;
+using compile_cache_test::allocation_park_armed;
+using compile_cache_test::allocation_park_state;
 
 namespace {
 struct small_artifact {

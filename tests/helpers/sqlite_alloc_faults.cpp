@@ -9,6 +9,8 @@
 //          reopens it in a store with the Nth allocation failing; a read must then find the
 //          entry. Prints `escaped=E opens=O stuck=S`, S the storages whose reads then failed;
 //          exits 0 when E and S are 0.
+#include "support/allocation_faults.hpp"
+
 #include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #include <compile_cache/testing/storage_conformance.hpp>
 
@@ -20,51 +22,25 @@
 
 namespace {
 
-bool armed = false;
-long countdown = 0;
-bool fired = false;
+using compile_cache_test::allocation_fault;
 
 /// Opens `file` with the `nth` allocation failing; whether an exception escaped.
 bool escapes(std::string const& file, long nth) {
     compile_cache::sqlite_options options;
     options.logger = [](std::string_view) {};
     std::string path = file; // (the caller's allocation, made before the fault is armed)
-    fired = false;
-    countdown = nth;
-    armed = true;
+    allocation_fault fault(nth, false);
     try {
         compile_cache::sqlite_storage s(std::move(path), std::move(options));
-        armed = false;
+        allocation_fault::disarm();
         return false;
     } catch (...) {
-        armed = false;
+        allocation_fault::disarm();
         return true;
     }
 }
 
 } // namespace
-
-// (Not inlined: GCC would see free() called on what `new` returned, -Wmismatched-new-delete.)
-[[gnu::noinline]] void* operator new(std::size_t n) {
-    if (armed && --countdown == 0) {
-        armed = false;
-        fired = true;
-        throw std::bad_alloc();
-    }
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-// The nothrow form too, so that what it returns is freed by the delete above (a sanitizer's
-// own would not match the free).
-[[gnu::noinline]] void* operator new(std::size_t n, std::nothrow_t const&) noexcept {
-    try {
-        return ::operator new(n);
-    } catch (...) {
-        return nullptr;
-    }
-}
 
 int main(int argc, char** argv) {
     if (argc != 2) {
@@ -88,7 +64,7 @@ int main(int argc, char** argv) {
         for (std::string const& file : {folder + "/new-" + std::to_string(nth) + ".db", folder + "/old.db"}) {
             ++opens;
             if (escapes(file, nth)) ++escaped;
-            any = any || fired;
+            any = any || allocation_fault::fired();
         }
         if (!any) break;
     }
@@ -107,13 +83,12 @@ int main(int argc, char** argv) {
         std::filesystem::copy_file(folder + "/old.db", folder + "/copy.db",
                                    std::filesystem::copy_options::overwrite_existing);
         std::filesystem::rename(folder + "/copy.db", folder + "/old.db");
-        fired = false;
-        countdown = nth;
-        armed = true;
-        (void)s.write(compile_cache::testing::detail::conformance_key(1, 2), "more");
-        armed = false;
+        {
+            allocation_fault fault(nth, false);
+            (void)s.write(compile_cache::testing::detail::conformance_key(1, 2), "more");
+        }
         if (s.read(k, out, 1 << 20).status != compile_cache::read_status::found) ++stuck;
-        if (!fired) break;
+        if (!allocation_fault::fired()) break;
     }
     std::printf("escaped=%u opens=%u stuck=%u\n", escaped, opens, stuck);
     return escaped == 0 && stuck == 0 ? 0 : 1;

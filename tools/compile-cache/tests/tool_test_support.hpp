@@ -27,10 +27,13 @@ namespace compile_cache_tool_test {
 
 using namespace tinyk_test;
 
-#define REQUIRE_EXIT(r, code)         \
-    do {                              \
-        INFO((r).describe());         \
-        REQUIRE((r).exited(code));    \
+// Requires that the run `r` exited with `code`, its output shown when not; `r` (a call
+// to tool(), say) is evaluated once.
+#define REQUIRE_EXIT(r, code)                               \
+    do {                                                    \
+        auto const& compile_cache_tool_run = (r);           \
+        INFO(compile_cache_tool_run.describe());            \
+        REQUIRE(compile_cache_tool_run.exited(code));       \
     } while (0)
 
 inline std::vector<std::string> tool_environment() { return compile_cache_test::clean_environment({"TZ=UTC"}); }
