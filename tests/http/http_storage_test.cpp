@@ -1008,6 +1008,45 @@ TEST_CASE("http/2: a stream the server resets is a reset, which puts a tier's re
     }
 }
 
+TEST_CASE("a server on 127.0.0.1 or localhost is never reached through a proxy", "[http][proxy]") {
+    // The proxy is another nginx: asked for the main server's URL, it answers with its own
+    // file of that path, as a proxy reaches its own machine's port 127.0.0.1:P.
+    own_server const proxy("proxy");
+    std::string const base = unique_path("proxy");
+    cc::key const k = key_of(71);
+    write_file(main_server().www() / base.substr(1) / k.hex(), "the entry of this machine's server");
+    write_file(proxy.server().www() / base.substr(1) / k.hex(), "another server's file");
+    std::string const proxy_url = "http://127.0.0.1:" + std::to_string(proxy.server().ports.at("plain"));
+    compile_cache_test::env_var const no_proxy("no_proxy", nullptr), no_proxy_upper("NO_PROXY", nullptr);
+    compile_cache_test::env_var const all_proxy("all_proxy", nullptr), all_proxy_upper("ALL_PROXY", nullptr);
+    cc::http_options o;
+    o.connect_timeout = std::chrono::milliseconds(3000); // a TLS handshake on a loaded test machine
+    o.timeout = std::chrono::milliseconds(5000);
+    std::string out;
+    SECTION("http_proxy, to 127.0.0.1 and to localhost: this machine's entry, not the proxy's file") {
+        compile_cache_test::env_var const http_proxy("http_proxy", proxy_url);
+        for (std::string const host : {"127.0.0.1", "localhost"}) {
+            o.url = "http://" + host + ":" + std::to_string(main_server().ports.at("plain")) + base;
+            cc::http_storage s(o);
+            cc::read_result const r = s.read(k, out, 1 << 20);
+            INFO(host << ": " << s.last_failure().text);
+            CHECK(r.status == cc::read_status::found);
+            CHECK(out == "the entry of this machine's server");
+        }
+    }
+    SECTION("https_proxy: the TLS server is reached, not a tunnel the proxy refuses") {
+        compile_cache_test::env_var const https_proxy("https_proxy", proxy_url),
+            https_proxy_upper("HTTPS_PROXY", proxy_url);
+        o.url = main_server().url("tls", base);
+        o.ca_file = (fixture_dir() / "tls" / "ca.pem").string();
+        cc::http_storage s(o);
+        cc::read_result const r = s.read(k, out, 1 << 20);
+        INFO(s.last_failure().text);
+        CHECK(r.status == cc::read_status::found);
+        CHECK(out == "the entry of this machine's server");
+    }
+}
+
 TEST_CASE("https: the server's certificate is verified against the CA file, or refused", "[http][tls]") {
     fs::path const tls = fixture_dir() / "tls";
     std::string const base = unique_path("tls");

@@ -1164,6 +1164,10 @@ private:
         // ends at its deadline.
         ok = ok && set(CURLOPT_QUICK_EXIT, 1L);
 #endif
+        // A server on this machine (detail::http_host_is_loopback) is reached directly, never
+        // through the proxy of the environment's http_proxy, https_proxy or all_proxy (nor are
+        // the redirects it sends): through one, 127.0.0.1 is the proxy's machine.
+        if (detail::http_host_is_loopback(state_->address.host)) ok = ok && set(CURLOPT_PROXY, "");
         if (out && !propfind) ok = ok && set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(std::min<std::uint64_t>(max, INT64_MAX)));
         if (tls) {
             ok = ok && set(CURLOPT_SSL_VERIFYPEER, o.tls_insecure ? 0L : 1L) &&
