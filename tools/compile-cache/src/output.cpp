@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 
@@ -107,16 +108,25 @@ json_writer& json_writer::raw(std::string const& text) {
 }
 
 std::string human_size(std::uint64_t bytes) {
-    static char const* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
+    static char const* const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    std::size_t const last = sizeof units / sizeof units[0] - 1;
     if (bytes < 1024) return std::to_string(bytes) + " B";
     double v = static_cast<double>(bytes) / 1024.0;
     std::size_t u = 0;
-    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+    while (v >= 1024.0 && u < last) {
         v /= 1024.0;
         ++u;
     }
+    // Chosen by the value as printed: 1023.6 KiB prints as 1.0 MiB, never 1024 KiB; 9.96 as 10, not 10.0.
+    bool whole = std::round(v * 10.0) >= 100.0;
+    if (whole && std::round(v) >= 1024.0 && u < last) {
+        v /= 1024.0;
+        ++u;
+        whole = false;
+    }
     char buf[32];
-    std::snprintf(buf, sizeof buf, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    if (whole) std::snprintf(buf, sizeof buf, "%.0f %s", v, units[u]);
+    else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
     return buf;
 }
 

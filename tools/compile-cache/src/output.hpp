@@ -65,7 +65,7 @@ private:
 /// The library's own (compile_cache/printable.hpp), which its log lines use too.
 using compile_cache::printable;
 
-/// 1536 -> "1.5 KiB"; below 1 KiB, bytes.
+/// 1536 -> "1.5 KiB", 10239 -> "10 KiB", 1048575 -> "1.0 MiB" (never "1024 KiB"); below 1 KiB, bytes.
 std::string human_size(std::uint64_t bytes);
 
 /// A duration in seconds as people say it: "42 s", "5 min", "3 h", "12 days".

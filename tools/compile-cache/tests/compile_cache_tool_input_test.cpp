@@ -277,3 +277,21 @@ TEST_CASE("compile-cache show: an entry the file system will not let it read is 
     REQUIRE_EXIT(*shown, 3);
     CHECK(shown->out.find("cannot read it: Permission denied") != std::string::npos);
 }
+
+TEST_CASE("compile-cache stats: a size just under a unit shows in that unit (1.0 MiB), never as 1024 of the lower") {
+    temp_dir root("compile-cache-test");
+    std::string const dir = (root.path() / "cache").string();
+    // The kept limit, shown by human_size: each boundary, just under it, and the largest size there is.
+    std::vector<std::pair<std::string, std::string>> const cases = {
+        {"1023", "1023 B"},          {"1024", "1.0 KiB"},         {"10188", "9.9 KiB"},
+        {"10239", "10 KiB"},         {"1048063", "1023 KiB"},     {"1048575", "1.0 MiB"},
+        {"1048576", "1.0 MiB"},      {"1073741823", "1.0 GiB"},   {"1099511627775", "1.0 TiB"},
+        {"1125899906842623", "1.0 PiB"}, {"1152921504606846975", "1.0 EiB"}, {"18446744073709551615", "16 EiB"}};
+    for (auto const& [bytes, shown] : cases) {
+        REQUIRE_EXIT(tool({"set", dir, "max-size", bytes}), 0);
+        process_result const stats = tool({"stats", dir});
+        REQUIRE_EXIT(stats, 0);
+        INFO(bytes);
+        CHECK(line_starting(stats.out, "size limit").rfind(shown + " (", 0) == 0);
+    }
+}
