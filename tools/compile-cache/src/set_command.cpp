@@ -6,11 +6,17 @@
 
 #include <compile_cache/storage/directory/directory_settings_file.hpp>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 namespace compile_cache_tool {
 
@@ -24,6 +30,41 @@ std::string kept_names() {
         out += (i == 0 ? "" : i + 1 == kept.size() ? " and " : ", ") + std::string(kept[i].name);
     return out;
 }
+
+/// How long set waits for the directory's lock before it gives up, writing nothing.
+constexpr std::chrono::milliseconds lock_wait{2000};
+
+/// The directory itself, opened and flocked (the library's cleanup lock, which a host
+/// holds for moments and a prune or clear for their run): two sets never read, change
+/// and write the settings file at once, so neither loses the other's setting. Released
+/// when the descriptor is closed, a killed set's too.
+struct directory_lock {
+    int fd = -1;
+    int error = 0; ///< 0 when held; EWOULDBLOCK past lock_wait; else why it could not be opened or locked
+    explicit directory_lock(std::string const& dir) {
+        fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            error = errno;
+            return;
+        }
+        auto const deadline = std::chrono::steady_clock::now() + lock_wait;
+        for (;;) {
+            if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return;
+            int const e = errno;
+            if (e == EINTR) continue;
+            if (e != EWOULDBLOCK || std::chrono::steady_clock::now() >= deadline) {
+                error = e;
+                return;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+    }
+    directory_lock(directory_lock const&) = delete;
+    directory_lock& operator=(directory_lock const&) = delete;
+    ~directory_lock() {
+        if (fd >= 0) ::close(fd);
+    }
+};
 
 } // namespace
 
@@ -72,7 +113,15 @@ int run_set(command_line const& c) {
                           "may be another tool's",
                     exit_usage);
 
-    // The other settings stay as they are (read as the least strict host would).
+    // The other settings stay as they are (read as the least strict host would), under the
+    // directory's lock: another set's change between this read and this write would be lost.
+    directory_lock const lock(dir);
+    if (lock.error == EWOULDBLOCK)
+        return fail(dir + ": another process held the directory's lock (a prune, a clear, another set or a host's "
+                          "cleanup) for " + std::to_string(lock_wait.count() / 1000) +
+                        " s: nothing was written; run set again",
+                    exit_failed);
+    if (lock.error != 0) return fail(dir + ": cannot lock it: " + std::strerror(lock.error), exit_failed);
     compile_cache::directory_settings file;
     std::string why;
     std::string const path = dir + "/" + compile_cache::directory_settings_file_name;

@@ -295,3 +295,57 @@ TEST_CASE("compile-cache stats: a size just under a unit shows in that unit (1.0
         CHECK(line_starting(stats.out, "size limit").rfind(shown + " (", 0) == 0);
     }
 }
+
+namespace {
+
+/// The `NAME = VALUE` lines of DIR's settings file, in its order.
+std::vector<std::string> kept_settings(fs::path const& dir) {
+    std::vector<std::string> out;
+    for (std::string const& line : lines_of(compile_cache_test::read_file(dir / ".cc-settings")))
+        if (!line.empty() && line[0] != '#') out.push_back(line);
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("compile-cache set: three sets run at once in fresh processes each keep their setting") {
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    std::string const t = std::string("'") + COMPILE_CACHE_TOOL + "' ";
+    std::string const d = "'" + dir.string() + "' ";
+    // Without a lock, a set read the file, another wrote it, and the first wrote its own change over the
+    // second's: 17 of 20 such rounds lost a setting. Each set's exit status is printed by the shell.
+    for (int round = 0; round < 6; ++round) {
+        fs::remove_all(dir);
+        REQUIRE_EXIT(tool({"set", dir.string(), "durability", "file"}), 0);
+        process_result const r = compile_cache_test::run_shell(t + "set " + d + "max-size 1G >/dev/null & a=$!; " + t + "set " + d +
+                                           "durability full >/dev/null & b=$!; " + t + "set " + d +
+                                           "compress 3 >/dev/null & c=$!; wait $a; x=$?; wait $b; y=$?; wait $c; "
+                                           "echo $x $y $?");
+        REQUIRE_EXIT(r, 0);
+        CHECK(r.out == "0 0 0\n");
+        INFO("round " << round);
+        CHECK(kept_settings(dir) == std::vector<std::string>{"compress = 3", "durability = full", "max-size = 1G"});
+    }
+}
+
+TEST_CASE("compile-cache set: a directory another process keeps locked is exit 3 after 2 s, the file unchanged") {
+    // About 2 s: the bound set waits for the lock.
+    if (::access("/usr/bin/flock", X_OK) != 0) {
+        WARN("flock(1) is not there to hold the directory's lock; not run");
+        return;
+    }
+    temp_dir root("compile-cache-test");
+    fs::path const dir = root.path() / "cache";
+    REQUIRE_EXIT(tool({"set", dir.string(), "max-size", "1G"}), 0);
+    std::string const before = compile_cache_test::read_file(dir / ".cc-settings");
+    // flock(1) holds the directory's lock while the set it runs (its own open of the directory) waits for it.
+    process_result const r = compile_cache_test::run_shell("/usr/bin/flock -x '" + dir.string() + "' '" + COMPILE_CACHE_TOOL + "' set '" +
+                                       dir.string() + "' max-size 2G");
+    INFO(r.describe());
+    REQUIRE(r.exited(3));
+    CHECK(r.out.empty());
+    CHECK(r.err.find("another process held the directory's lock") != std::string::npos);
+    CHECK(r.err.find("nothing was written") != std::string::npos);
+    CHECK(compile_cache_test::read_file(dir / ".cc-settings") == before);
+}
