@@ -176,6 +176,12 @@ http {
 CONF
 }
 
+# answers URL: whether a server answers at URL (any status), reached directly: a proxy
+# of the environment (http_proxy, https_proxy) would reach its own machine's port.
+answers() {
+  curl -sk --noproxy '*' -o /dev/null "$1"
+}
+
 # start_server DIR NAME: prints DIR/NAME.ports once the server answers on every port and
 # each of them is its own (listens).
 start_server() {
@@ -191,9 +197,9 @@ start_server() {
     echo "$pid" >"$dir/$name.pid"
     for _ in $(seq 1 100); do
       alive "$pid" || break
-      if curl -s -o /dev/null "http://127.0.0.1:$plain/" && curl -s -o /dev/null "http://127.0.0.1:$bearer/" &&
-        curl -s -o /dev/null "http://127.0.0.1:$basic/" && curl -sk -o /dev/null "https://127.0.0.1:$tls/" &&
-        curl -sk -o /dev/null "https://127.0.0.1:$h2/" && listens "$pid" "$plain" "$basic" "$bearer" "$tls" "$h2"; then
+      if answers "http://127.0.0.1:$plain/" && answers "http://127.0.0.1:$bearer/" &&
+        answers "http://127.0.0.1:$basic/" && answers "https://127.0.0.1:$tls/" &&
+        answers "https://127.0.0.1:$h2/" && listens "$pid" "$plain" "$basic" "$bearer" "$tls" "$h2"; then
         echo "plain=$plain basic=$basic bearer=$bearer tls=$tls h2=$h2" >"$dir/$name.ports"
         echo "$dir/$name.ports"
         return 0
