@@ -332,3 +332,64 @@ TEST_CASE("a binary bool array's element other than 0 or 1 is refused, as a lone
         CHECK_THROWS_AS(cc::boost_binary::load(damaged, loaded, ctx), boost::archive::archive_exception);
     }
 }
+
+namespace {
+/// One artifact type as two builds of a host define it: the writer's has a field more at
+/// the end (its name, and so its entry format, is the same).
+struct kernel_as_read {
+    std::string name;
+    std::vector<std::int32_t> code;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & name & code;
+    }
+};
+struct kernel_as_written {
+    std::string name;
+    std::vector<std::int32_t> code;
+    std::string calling_convention;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & name & code & calling_convention;
+    }
+};
+} // namespace
+
+TEMPLATE_TEST_CASE("bytes left in a payload after the artifact was read are refused",
+                   "[serializer][bounded]", cc::boost_binary, cc::boost_text) {
+    cc::registry r;
+    auto const ctx = cc::resolver_context::of(r, static_cast<void const*>(nullptr));
+    std::string bytes;
+    TestType::save(bytes, kernel_as_read{"saxpy", {1, 2, 3}}, ctx);
+    kernel_as_read loaded;
+    TestType::load(bytes, loaded, ctx);
+    CHECK(loaded.code.size() == 3);
+    for (std::string const tail : {std::string(1, '\0'), std::string("x"), std::string("7 garbage")}) {
+        INFO("tail of " << tail.size() << " bytes");
+        CHECK_THROWS_AS(TestType::load(bytes + tail, loaded, ctx), boost::archive::archive_exception);
+    }
+}
+
+TEMPLATE_TEST_CASE("through the cache, an entry holding a field more than the artifact read is a miss",
+                   "[serializer][bounded]", cc::boost_binary, cc::boost_text) {
+    // A build whose artifact has a field more wrote the entry (same key, same type name):
+    // read as this build's artifact it would lose the field and be taken for the kernel.
+    using cache_type = cc::basic_cache<cc::sha256, TestType, cc::registry, cc::memory_storage>;
+    cache_type cache(cc::memory_storage{});
+    cc::key_result const k = cc::key_builder<>().add("ir", "a field more").finish();
+    cc::registry r;
+    std::string payload;
+    TestType::save(payload, kernel_as_written{"saxpy", {1, 2, 3}, "fastcall"},
+                   cc::resolver_context::of(r, static_cast<void const*>(nullptr)));
+    cc::entry_metadata m;
+    m.name = "saxpy";
+    m.format_id = cache_type::template entry_format_id<kernel_as_read>();
+    std::string entry;
+    std::size_t const at = cc::begin_envelope(entry, k.value(), m);
+    entry += payload;
+    cc::seal_envelope(entry, at);
+    REQUIRE(!cache.storage().write(k.value(), entry));
+
+    CHECK(!cache.template load<kernel_as_read>(k));
+    CHECK(cache.stats().miss_count(cc::miss_reason::deserialize_error) == 1);
+}

@@ -11,6 +11,8 @@
 // (docs/security.md), and without the bound a few bytes claiming a string of 2^40
 // characters make it allocate that much. With it, what a payload of n bytes can make
 // Boost allocate is about n times the size of the largest element type it holds.
+// A payload with bytes left once the artifact is read (but a text archive's closing
+// whitespace) is refused too: its writer's artifact held more than this reader's.
 #pragma once
 
 #include <compile_cache/detail/config_rtti.hpp>
@@ -90,6 +92,24 @@ inline void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std:
         boost::serialization::throw_exception(boost::archive::archive_exception(
             boost::archive::archive_exception::input_stream_error,
             "compile_cache: a length in the archive is larger than what is left of it"));
+}
+
+/// Refuses a payload with bytes left after the artifact was read: bytes its own writer
+/// wrote for something this reader's artifact does not read (a field the writer's type had
+/// and this one lacks, under the same key), so that the artifact read is not taken for the
+/// one written. Whitespace is what a text archive ends with (its last line's end), and is
+/// let pass in that archive only.
+inline void check_all_read(std::streambuf& in, bool whitespace_ends) {
+    for (;;) {
+        std::streambuf::int_type const c = in.sgetc();
+        if (std::streambuf::traits_type::eq_int_type(c, std::streambuf::traits_type::eof())) return;
+        char const ch = std::streambuf::traits_type::to_char_type(c);
+        if (!whitespace_ends || (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t'))
+            boost::serialization::throw_exception(boost::archive::archive_exception(
+                boost::archive::archive_exception::input_stream_error,
+                "compile_cache: bytes left in the payload after the artifact was read"));
+        in.sbumpc();
+    }
 }
 
 /// boost::archive::binary_iarchive, bounded (see the file comment). Reads what
@@ -327,6 +347,7 @@ struct boost_binary {
             detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
             resolver_context_of(ar) = ctx;
             ar >> value;
+            detail::check_all_read(buf, false);
         }
     }
 };
@@ -356,6 +377,7 @@ struct boost_text {
             detail::bounded_text_iarchive ar(is, detail::archive_flags);
             resolver_context_of(ar) = ctx;
             ar >> value;
+            detail::check_all_read(buf, true);
         }
     }
 };
