@@ -13,6 +13,7 @@
 #include <compile_cache/default_cache.hpp>
 #include <compile_cache/resolver/reference.hpp>
 #include <compile_cache/resolver/registry.hpp>
+#include <compile_cache/storage/memory_storage.hpp>
 
 #include <boost/archive/binary_iarchive.hpp>
 #include <boost/archive/binary_oarchive.hpp>
@@ -30,6 +31,7 @@
 #include <string>
 #include <system_error>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 namespace {
@@ -276,6 +278,67 @@ TEST_CASE("storing a kernel that calls a kernel without a key is skipped and cou
         CHECK(h.cache.stats().stores == 1);
         CHECK(h.get_saxpy().outcome == cc::outcome::loaded);
     }
+}
+
+namespace {
+/// A host kernel object whose first member is a kernel of the model: it has the address
+/// of the kernel object, but is not it.
+struct kernel_object {
+    kernel head{"head"};
+    int runs = 0;
+};
+
+/// The registry, except that every reference it gives has kind `Kind`, none it knows.
+template <std::uint8_t Kind>
+struct resolver_of_kind : cc::registry {
+    std::optional<cc::reference> to_reference(void const*, std::type_info const&, void const*) {
+        return cc::reference{static_cast<cc::reference_kind>(Kind), "f64"};
+    }
+};
+} // namespace
+
+TEST_CASE("an object at the kernel's own address through a ref of another type is not stored as self",
+          "[resolver]") {
+    // A self reference loads only into a ref of the kernel's type; stored, it would be
+    // refused at every load, compiled and stored again at every run.
+    temp_dir dir;
+    cache_type cache(cc::directory_storage(dir.path().string()));
+    kernel_object self;
+    compiled_kernel artifact = bytecode_only(0x10);
+    artifact.callees = {&self.head};
+    cc::key_result const k = key_for(cache, "calls the head of its own kernel object");
+    for (int run = 0; run < 2; ++run) {
+        cc::cached<compiled_kernel> r =
+            cache.get_or_compile<compiled_kernel>(k, {"head"}, [&] { return artifact; }, &self);
+        CHECK(r.outcome == cc::outcome::compiled);
+        REQUIRE(r.value.callees.size() == 1);
+        CHECK(r.value.callees[0].get() == &self.head);
+    }
+    auto const s = cache.stats();
+    CHECK(s.stores == 0);
+    CHECK(s.failure_count(cc::store_failure::unresolved_reference) == 2);
+    CHECK(s.miss_count(cc::miss_reason::unresolved_reference) == 0);
+    CHECK(entries_under(dir.path()) == 0);
+}
+
+TEMPLATE_TEST_CASE("a resolver's reference of a kind load does not know is not stored", "[resolver]",
+                   resolver_of_kind<4>, resolver_of_kind<0xff>) {
+    // Kind 0xff is what a null ref is written as: stored, the kernel's type would load null.
+    using kind_cache = cc::basic_cache<cc::sha256, cc::boost_binary, TestType, cc::memory_storage>;
+    kind_cache cache(cc::memory_storage{});
+    type f64{"f64"};
+    kernel self{"k"};
+    compiled_kernel artifact = bytecode_only(0x20);
+    artifact.result_type = &f64;
+    cc::key_result const k = cc::key_builder<>().add("ir", "returns f64").finish();
+    for (int run = 0; run < 2; ++run) {
+        cc::cached<compiled_kernel> r =
+            cache.template get_or_compile<compiled_kernel>(k, {"k"}, [&] { return artifact; }, &self);
+        CHECK(r.outcome == cc::outcome::compiled);
+        CHECK(r.value.result_type.get() == &f64);
+    }
+    CHECK(cache.stats().stores == 0);
+    CHECK(cache.stats().failure_count(cc::store_failure::unresolved_reference) == 2);
 }
 
 TEST_CASE("bind refuses a bypass's empty key: the kernel is left with no key, so a caller is not stored",

@@ -39,6 +39,15 @@ void serialize(Archive& ar, ref<T>& r, unsigned /*version*/) {
                 throw unresolved_reference(std::string("compile_cache: no reference for an object of type ") +
                                            typeid(T).name() + " (a kernel without a key?)");
             kind = static_cast<std::uint8_t>(written->kind);
+            // Written only what load can give back as this very object: a kind it knows
+            // (0xff would load as a null ref), and a self reference only in a ref of the
+            // type of the kernel stored (an object at the kernel's address that is not the
+            // kernel, its first member, would be refused at every load: the store is
+            // skipped instead).
+            if (kind > static_cast<std::uint8_t>(reference_kind::singleton))
+                throw unresolved_reference("compile_cache: the resolver gave a reference of an unknown kind");
+            if (written->kind == reference_kind::self && (ctx.self_type == nullptr || *ctx.self_type != typeid(T)))
+                throw unresolved_reference("compile_cache: a self reference of another type than the kernel stored");
             id = std::move(written->id);
         }
         ar << kind;
