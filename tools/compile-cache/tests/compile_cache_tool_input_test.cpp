@@ -318,10 +318,10 @@ TEST_CASE("compile-cache set: three sets run at once in fresh processes each kee
     for (int round = 0; round < 6; ++round) {
         fs::remove_all(dir);
         REQUIRE_EXIT(tool({"set", dir.string(), "durability", "file"}), 0);
-        process_result const r = compile_cache_test::run_shell(t + "set " + d + "max-size 1G >/dev/null & a=$!; " + t + "set " + d +
-                                           "durability full >/dev/null & b=$!; " + t + "set " + d +
-                                           "compress 3 >/dev/null & c=$!; wait $a; x=$?; wait $b; y=$?; wait $c; "
-                                           "echo $x $y $?");
+        process_result const r = compile_cache_test::run_shell(
+            t + "set " + d + "max-size 1G >/dev/null & a=$!; " + t + "set " + d +
+            "durability full >/dev/null & b=$!; " + t + "set " + d +
+            "compress 3 >/dev/null & c=$!; wait $a; x=$?; wait $b; y=$?; wait $c; echo $x $y $?");
         REQUIRE_EXIT(r, 0);
         CHECK(r.out == "0 0 0\n");
         INFO("round " << round);
@@ -340,8 +340,9 @@ TEST_CASE("compile-cache set: a directory another process keeps locked is exit 3
     REQUIRE_EXIT(tool({"set", dir.string(), "max-size", "1G"}), 0);
     std::string const before = compile_cache_test::read_file(dir / ".cc-settings");
     // flock(1) holds the directory's lock while the set it runs (its own open of the directory) waits for it.
-    process_result const r = compile_cache_test::run_shell("/usr/bin/flock -x '" + dir.string() + "' '" + COMPILE_CACHE_TOOL + "' set '" +
-                                       dir.string() + "' max-size 2G");
+    process_result const r = compile_cache_test::run_shell("/usr/bin/flock -x '" + dir.string() + "' '" +
+                                                           COMPILE_CACHE_TOOL + "' set '" + dir.string() +
+                                                           "' max-size 2G");
     INFO(r.describe());
     REQUIRE(r.exited(3));
     CHECK(r.out.empty());
