@@ -53,7 +53,9 @@ std::vector<command_spec> const& commands() {
          "                              max-size the directory keeps (set)\n"},
         {"clear", {"DIR"}, {},
          "  clear DIR                   removes every entry and temp file, and the claims of\n"
-         "                              processes that are gone; other files stay\n"},
+         "                              processes that are gone; other files stay. On a Redis\n"
+         "                              server, a --namespace that holds no entry is refused (exit 2:\n"
+         "                              likely a typo), never \"removed 0 entries\"\n"},
         {"zero", {"DIR"}, {},
          "  zero DIR                    sets the counters the hosts recorded back to zero, as\n"
          "                              ccache -z; stats then counts from now (\"since\"); the entries\n"

@@ -1055,6 +1055,13 @@ int run_clear(command_line const& c) {
     progress_line progress = progress_for(c);
     listed_cache lc;
     if (int const s = open_and_list(c, c.cache, cache_use::remove, progress, lc); s != exit_ok) return s;
+    // A namespace named on the command line that holds nothing is likelier a typo than a
+    // cache already empty: said, and exit 2, rather than "removed 0 entries" and 0.
+    if (c.name_space && lc.listing.entries.empty() && lc.listing.records.empty())
+        return fail(lc.cache.shown + ": no such namespace: no key on the server is \"" + printable(*c.name_space) +
+                        ":\" and a key; nothing was removed (hosts use PREFIX_REMOTE_NAMESPACE's, compile_cache "
+                        "by default; compile-cache stats shows a namespace's entries)",
+                    exit_usage);
     if (int const s = lc.cache.may_remove(); s != exit_ok) return s;
     return report_cleanup(c, lc.cache, lc.cache.clear(lc.listing), nullptr);
 }

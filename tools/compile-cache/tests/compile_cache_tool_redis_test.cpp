@@ -16,6 +16,17 @@ using compile_cache_test::redis::fixture;
 using compile_cache_test::redis::server;
 using compile_cache_test::redis::unique_name;
 
+namespace {
+
+/// compile-cache clear URL --namespace NS, run once (REQUIRE_EXIT runs an expression it is given
+/// twice, and a second clear finds the namespace empty: exit 2); requires exit 0.
+void clear_namespace(std::string const& url, std::string const& ns) {
+    process_result const r = tool({"clear", url, "--namespace", ns});
+    REQUIRE_EXIT(r, 0);
+}
+
+} // namespace
+
 TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the entries of its namespace only",
           "[compile-cache][redis]") {
     std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
@@ -54,7 +65,27 @@ TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the
     process_result const other = tool({"stats", url, "--namespace", ns + "-other", "--json"});
     REQUIRE_EXIT(other, 0);
     CHECK(json_query(other.out, "d['entries']") == "1");
-    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns + "-other"}), 0);
+    clear_namespace(url, ns + "-other");
+}
+
+TEST_CASE("compile-cache clear: a Redis --namespace that holds nothing is exit 2 and no such namespace",
+          "[compile-cache][redis]") {
+    std::string const url = "redis://127.0.0.1:" + std::to_string(fixture::get().server_port());
+    std::string const ns = unique_name("tool-typo");
+    REQUIRE(lines_of(fill_cache({url, "1", ns})).size() == 1);
+    // A typo of the namespace: it said "removed 0 entries" and exited 0, as if the cache were emptied.
+    process_result const typo = tool({"clear", url, "--namespace", ns + "-typo"});
+    REQUIRE_EXIT(typo, 2);
+    CHECK(typo.out.empty());
+    CHECK(typo.err.find("(namespace " + ns + "-typo): no such namespace: no key on the server is \"" + ns +
+                        "-typo:\" and a key; nothing was removed") != std::string::npos);
+    process_result const kept = tool({"stats", url, "--namespace", ns, "--json"});
+    REQUIRE_EXIT(kept, 0);
+    CHECK(json_query(kept.out, "(d['entries'], d['identity_records'])") == "(1, 1)");
+    clear_namespace(url, ns);
+    process_result const again = tool({"clear", url, "--namespace", ns, "--json"}); // emptied: nothing there either
+    REQUIRE_EXIT(again, 2);
+    CHECK(again.out.empty());
 }
 
 TEST_CASE("compile-cache explain works on a Redis server, and on a machine whose entries all came from it",
@@ -85,7 +116,7 @@ TEST_CASE("compile-cache explain works on a Redis server, and on a machine whose
     REQUIRE_EXIT(j, 0);
     CHECK(json_query(j.out, "(d['storage'], d['kernels'][0]['entries'][0]['changes_from_previous']['changed'])") ==
           "('" + url + " (namespace " + ns + ")', ['ir'])");
-    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+    clear_namespace(url, ns);
 }
 
 TEST_CASE("compile-cache explain on a Redis cluster", "[compile-cache][redis]") {
@@ -95,7 +126,7 @@ TEST_CASE("compile-cache explain on a Redis cluster", "[compile-cache][redis]") 
     process_result const r = tool({"explain", url, "kernel_2", "--namespace", ns});
     REQUIRE_EXIT(r, 0);
     CHECK(r.out.rfind("kernel_2 (fill.tk): 1 entry recorded, newest first\n", 0) == 0);
-    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+    clear_namespace(url, ns);
 }
 
 TEST_CASE("compile-cache on a Redis cluster sees the entries on every master", "[compile-cache][redis]") {
@@ -268,8 +299,8 @@ TEST_CASE("compile-cache copy from a Redis server to a directory, a SQLite file 
         CHECK(zero.err.find(" keeps no counters to zero: hosts record theirs in their local cache directory") !=
               std::string::npos);
     }
-    REQUIRE_EXIT(tool({"clear", cluster, "--namespace", ns}), 0);
-    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+    clear_namespace(cluster, ns);
+    clear_namespace(url, ns);
     process_result const no_redis = tool({"copy", first.string(), second.string(), "--namespace", ns});
     REQUIRE_EXIT(no_redis, 2);
 }
@@ -368,5 +399,5 @@ TEST_CASE("compile-cache verify --trusted-keys-file, a signing machine's Redis s
         tool({"show", url, first.substr(0, 12), "--namespace", ns, "--trusted-keys-file", trusted.string()});
     REQUIRE_EXIT(shown, 0);
     CHECK(line_starting(shown.out, "signer") == "key id " + ci_id + " (trusted key ci, signature verified)");
-    REQUIRE_EXIT(tool({"clear", url, "--namespace", ns}), 0);
+    clear_namespace(url, ns);
 }
