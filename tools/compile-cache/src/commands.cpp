@@ -137,10 +137,14 @@ std::optional<double> rate(std::uint64_t part, std::uint64_t whole) {
     return static_cast<double>(part) / static_cast<double>(whole);
 }
 
-/// "12.5%" of `part` in `whole` (not 0).
+/// "12.5%" of `part` in `whole` (not 0); "100.0%" only for the whole and "0.0%" only for
+/// none: ">99.9%" and "<0.1%" short of them.
 std::string percent(std::uint64_t part, std::uint64_t whole) {
+    double const p = 100.0 * *rate(part, whole);
+    if (part != 0 && p < 0.05) return "<0.1%";
+    if (part < whole && p >= 99.95) return ">99.9%";
     char text[64];
-    std::snprintf(text, sizeof text, "%.1f%%", 100.0 * *rate(part, whole));
+    std::snprintf(text, sizeof text, "%.1f%%", p);
     return text;
 }
 

@@ -350,3 +350,24 @@ TEST_CASE("compile-cache set: a directory another process keeps locked is exit 3
     CHECK(r.err.find("nothing was written") != std::string::npos);
     CHECK(compile_cache_test::read_file(dir / ".cc-settings") == before);
 }
+
+TEST_CASE("compile-cache stats: a limit short of full is never shown 100.0% used, nor a used one 0.0%") {
+    temp_dir root("compile-cache-test");
+    std::string const dir = (root.path() / "cache").string();
+    input_test_entries(dir, 1);
+    process_result const before = tool({"stats", dir, "--json"});
+    REQUIRE_EXIT(before, 0);
+    std::uint64_t const accounted = std::stoull(json_query(before.out, "d['accounted_bytes']"));
+    REQUIRE(accounted > 0);
+    // One byte short of full printed "100.0% used", and a used limit 1 EiB "0.0% used", as if empty.
+    std::vector<std::pair<std::uint64_t, std::string>> const cases = {
+        {accounted + 1, ">99.9% used"}, {accounted, "100.0% used"}, {std::uint64_t{1} << 60, "<0.1% used"}};
+    for (auto const& [limit, shown] : cases) {
+        REQUIRE_EXIT(tool({"set", dir, "max-size", std::to_string(limit)}), 0);
+        process_result const stats = tool({"stats", dir});
+        REQUIRE_EXIT(stats, 0);
+        INFO(limit);
+        CHECK(line_starting(stats.out, "size limit").find(" (" + shown + "), kept by the directory") !=
+              std::string::npos);
+    }
+}
