@@ -1255,6 +1255,20 @@ TEST_CASE("a token file that is not one line of printable ASCII is refused, neve
     CHECK_FALSE(s.write(key_of(7), "x"));
 }
 
+#if defined(COMPILE_CACHE_HELPER_http_alloc_faults)
+TEST_CASE("out of memory at a process's first HTTP error: each call answers an error, the host lives on",
+          "[http][faults]") {
+    // A fresh process: http_category() is first used there, by the calls' own error.
+    compile_cache_test::process_spec spec;
+    spec.argv = {COMPILE_CACHE_HELPER_http_alloc_faults};
+    spec.env = compile_cache_test::this_environment();
+    compile_cache_test::process_result const r = compile_cache_test::run_process(spec);
+    INFO(r.describe() << "\n" << r.out << r.err);
+    CHECK(r.exited(0));
+    CHECK(r.out.find("done\n") != std::string::npos);
+}
+#endif
+
 TEST_CASE("a SIGPIPE raised while a request runs is taken back, and a host that blocks SIGPIPE keeps its own",
           "[http][signals]") {
     sigset_t pipe;
