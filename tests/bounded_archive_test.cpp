@@ -364,7 +364,7 @@ TEMPLATE_TEST_CASE("bytes left in a payload after the artifact was read are refu
     kernel_as_read loaded;
     TestType::load(bytes, loaded, ctx);
     CHECK(loaded.code.size() == 3);
-    for (std::string const tail : {std::string(1, '\0'), std::string("x"), std::string("7 garbage")}) {
+    for (std::string const& tail : {std::string(1, '\0'), std::string("x"), std::string("7 garbage")}) {
         INFO("tail of " << tail.size() << " bytes");
         CHECK_THROWS_AS(TestType::load(bytes + tail, loaded, ctx), boost::archive::archive_exception);
     }

@@ -309,7 +309,7 @@ TEST_CASE("an object at the kernel's own address through a ref of another type i
     cc::key_result const k = key_for(cache, "calls the head of its own kernel object");
     for (int run = 0; run < 2; ++run) {
         cc::cached<compiled_kernel> r =
-            cache.get_or_compile<compiled_kernel>(k, {"head"}, [&] { return artifact; }, &self);
+            cache.get_or_compile<compiled_kernel>(k, {"head", "self.dsl", 1}, [&] { return artifact; }, &self);
         CHECK(r.outcome == cc::outcome::compiled);
         REQUIRE(r.value.callees.size() == 1);
         CHECK(r.value.callees[0].get() == &self.head);
@@ -333,7 +333,7 @@ TEMPLATE_TEST_CASE("a resolver's reference of a kind load does not know is not s
     cc::key_result const k = cc::key_builder<>().add("ir", "returns f64").finish();
     for (int run = 0; run < 2; ++run) {
         cc::cached<compiled_kernel> r =
-            cache.template get_or_compile<compiled_kernel>(k, {"k"}, [&] { return artifact; }, &self);
+            cache.template get_or_compile<compiled_kernel>(k, {"k", "kinds.dsl", 1}, [&] { return artifact; }, &self);
         CHECK(r.outcome == cc::outcome::compiled);
         CHECK(r.value.result_type.get() == &f64);
     }
