@@ -1034,6 +1034,13 @@ TEST_CASE("a server on 127.0.0.1 or localhost is never reached through a proxy",
             CHECK(out == "the entry of this machine's server");
         }
     }
+    SECTION("all_proxy: this machine's entry") {
+        compile_cache_test::env_var const all("all_proxy", proxy_url), all_upper("ALL_PROXY", proxy_url);
+        o.url = main_server().url("plain", base);
+        cc::http_storage s(o);
+        CHECK(s.read(k, out, 1 << 20).status == cc::read_status::found);
+        CHECK(out == "the entry of this machine's server");
+    }
     SECTION("https_proxy: the TLS server is reached, not a tunnel the proxy refuses") {
         compile_cache_test::env_var const https_proxy("https_proxy", proxy_url),
             https_proxy_upper("HTTPS_PROXY", proxy_url);

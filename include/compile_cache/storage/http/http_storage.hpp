@@ -258,7 +258,9 @@ inline thread_local void (*http_lane_held_for_testing)(char const* lane) = nullp
 /// answer dropped). (libcurl 7.80 and later: CURLOPT_PREREQFUNCTION.)
 /// Each call has one deadline, http_options::timeout from its start, for all it does (the
 /// wait for the handle, the name's resolution, the connection, a store's MKCOLs and second
-/// PUT). A redirect, where followed, goes from https to https only. A process forked from
+/// PUT). A redirect, where followed, goes from https to https only. libcurl's proxy variables
+/// (http_proxy, https_proxy, all_proxy, no_proxy) apply, except to a server on this machine
+/// (detail::http_host_reaches_loopback), which is always reached directly. A process forked from
 /// one that used the storage makes handles and connections of its own at its first call
 /// (the parent's are left untouched, and open, in the child); a child forked while another
 /// thread was in a call waits for a handle that is never freed: its calls time out. Move-only.
