@@ -3,6 +3,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/error_category_object.hpp>
 
 #include <cstddef>
 #include <string>

@@ -7,6 +7,8 @@
 //          an error of http_category() (http_errc::other), the process's first: none may throw
 //          or end the process. Prints one line per call, `CALL ERROR-VALUE`, then `done`;
 //          exits 0 when every call answered http_errc::other.
+#include "support/allocation_faults.hpp"
+
 #include <compile_cache/storage/http/http_storage.hpp>
 
 #include <cstdio>
@@ -15,19 +17,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-namespace {
-bool failing = false;
-} // namespace
-
-// (Not inlined: GCC would see free() called on what `new` returned, -Wmismatched-new-delete.)
-[[gnu::noinline]] void* operator new(std::size_t n) {
-    if (failing) throw std::bad_alloc();
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-[[gnu::noinline]] void operator delete(void* p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 int main() {
     namespace cc = compile_cache;
@@ -43,7 +32,7 @@ int main() {
     std::vector<std::error_code> write_out;
     write_out.reserve(1); // (write_many assigns into it)
     read_out.reserve(1);
-    failing = true;
+    compile_cache_test::allocation_fault every(1, true); // from here, every allocation fails
     errors[0] = s.read(k, out, 100).error;
     s.read_many(keys, 100, read_out);
     errors[1] = read_out.empty() ? cc::make_error_code(cc::http_errc::other) : read_out[0].first.error;
@@ -52,7 +41,7 @@ int main() {
     errors[3] = write_out.empty() ? cc::make_error_code(cc::http_errc::other) : write_out[0];
     errors[4] = s.remove(k);
     errors[5] = s.list(listed);
-    failing = false;
+    compile_cache_test::allocation_fault::disarm();
     char const* const names[] = {"read", "read_many", "write", "write_many", "remove", "list"};
     bool all = true;
     for (int i = 0; i < 6; ++i) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <compile_cache/detail/config.hpp>
+#include <compile_cache/detail/error_category_object.hpp>
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/fork_handlers.hpp>

@@ -2,6 +2,8 @@
 // conditions are the std::errc ones a tier counts (tiered_storage's remote_error_of).
 #pragma once
 
+#include <compile_cache/detail/error_category_object.hpp>
+
 #include <string>
 #include <system_error>
 
@@ -71,23 +73,10 @@ public:
 };
 } // namespace detail
 
-namespace detail {
-/// The one http_category_impl, constant-initialised (no allocation, no guard a forked child
-/// could find held) and never destroyed (a cache of static storage duration may meet an
-/// HTTP error at exit).
-union http_category_holder {
-    http_category_impl impl;
-    constexpr http_category_holder() noexcept : impl() {}
-    ~http_category_holder() {}
-};
-#if defined(__clang__)
-[[clang::require_constant_initialization]]
-#endif
-inline http_category_holder http_category_object;
-} // namespace detail
-
 /// The category of http_errc. Never throws: its object is made before any call.
-inline std::error_category const& http_category() noexcept { return detail::http_category_object.impl; }
+inline std::error_category const& http_category() noexcept {
+    return detail::error_category_object<detail::http_category_impl>.object;
+}
 
 inline std::error_code make_error_code(http_errc e) noexcept { return {static_cast<int>(e), http_category()}; }
 

@@ -59,12 +59,7 @@ std::error_condition detail::remote_error_category::default_error_condition(int 
 }
 
 std::error_category const& remote_category() noexcept {
-    // Never destroyed: a cache of static storage duration may meet a remote error at exit.
-    // Made in static storage, not allocated: nothing here can throw.
-    alignas(detail::remote_error_category) static unsigned char storage[sizeof(detail::remote_error_category)];
-    static detail::remote_error_category const& category = *::new (static_cast<void*>(storage))
-        detail::remote_error_category;
-    return category;
+    return detail::error_category_object<detail::remote_error_category>.object;
 }
 
 remote_error remote_error_of(std::error_code const& e) noexcept {

@@ -23,10 +23,7 @@ std::string detail::directory_error_category::message(int code) const {
 }
 
 std::error_category const& directory_category() noexcept {
-    // Never destroyed: a cache of static storage duration may fail a store at exit, and
-    // its error's message() is a virtual call on this object.
-    static std::atomic<detail::directory_error_category const*> category{nullptr};
-    return detail::made_once(category, [] { return std::make_unique<detail::directory_error_category const>(); });
+    return detail::error_category_object<detail::directory_error_category>.object;
 }
 
 directory_options directory_options_from_env(settings_reader const& env) {
