@@ -3263,6 +3263,8 @@ private:
 // (docs/security.md), and without the bound a few bytes claiming a string of 2^40
 // characters make it allocate that much. With it, what a payload of n bytes can make
 // Boost allocate is about n times the size of the largest element type it holds.
+// A payload with bytes left once the artifact is read (but a text archive's closing
+// whitespace) is refused too: its writer's artifact held more than this reader's.
 
 
 // ---- begin compile_cache/detail/memory_streambuf.hpp
@@ -3480,6 +3482,15 @@ void serialize(Archive& ar, ref<T>& r, unsigned /*version*/) {
                 throw unresolved_reference(std::string("compile_cache: no reference for an object of type ") +
                                            typeid(T).name() + " (a kernel without a key?)");
             kind = static_cast<std::uint8_t>(written->kind);
+            // Written only what load can give back as this very object: a kind it knows
+            // (0xff would load as a null ref), and a self reference only in a ref of the
+            // type of the kernel stored (an object at the kernel's address that is not the
+            // kernel, its first member, would be refused at every load: the store is
+            // skipped instead).
+            if (kind > static_cast<std::uint8_t>(reference_kind::singleton))
+                throw unresolved_reference("compile_cache: the resolver gave a reference of an unknown kind");
+            if (written->kind == reference_kind::self && (ctx.self_type == nullptr || *ctx.self_type != typeid(T)))
+                throw unresolved_reference("compile_cache: a self reference of another type than the kernel stored");
             id = std::move(written->id);
         }
         ar << kind;
@@ -3675,6 +3686,24 @@ inline void check_claimed_size(std::uintmax_t claimed, std::uintmax_t unit, std:
         boost::serialization::throw_exception(boost::archive::archive_exception(
             boost::archive::archive_exception::input_stream_error,
             "compile_cache: a length in the archive is larger than what is left of it"));
+}
+
+/// Refuses a payload with bytes left after the artifact was read: bytes its own writer
+/// wrote for something this reader's artifact does not read (a field the writer's type had
+/// and this one lacks, under the same key), so that the artifact read is not taken for the
+/// one written. Whitespace is what a text archive ends with (its last line's end), and is
+/// let pass in that archive only.
+inline void check_all_read(std::streambuf& in, bool whitespace_ends) {
+    for (;;) {
+        std::streambuf::int_type const c = in.sgetc();
+        if (std::streambuf::traits_type::eq_int_type(c, std::streambuf::traits_type::eof())) return;
+        char const ch = std::streambuf::traits_type::to_char_type(c);
+        if (!whitespace_ends || (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t'))
+            boost::serialization::throw_exception(boost::archive::archive_exception(
+                boost::archive::archive_exception::input_stream_error,
+                "compile_cache: bytes left in the payload after the artifact was read"));
+        in.sbumpc();
+    }
 }
 
 /// boost::archive::binary_iarchive, bounded (see the file comment). Reads what
@@ -3912,6 +3941,7 @@ struct boost_binary {
             detail::bounded_binary_iarchive ar(buf, detail::archive_flags);
             resolver_context_of(ar) = ctx;
             ar >> value;
+            detail::check_all_read(buf, false);
         }
     }
 };
@@ -3941,6 +3971,7 @@ struct boost_text {
             detail::bounded_text_iarchive ar(is, detail::archive_flags);
             resolver_context_of(ar) = ctx;
             ar >> value;
+            detail::check_all_read(buf, true);
         }
     }
 };
@@ -4208,6 +4239,125 @@ bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
 #endif // COMPILE_CACHE_INCLUDE_IMPL
 // ---- end compile_cache/detail/impl/fork_handlers.ipp
 // ---- end compile_cache/detail/fork_handlers.hpp
+// ---- begin compile_cache/detail/fork_list.hpp
+// compile_cache: the list of the objects of one kind alive in the process, which that
+// kind's fork handlers walk.
+
+
+#include <atomic>
+#include <chrono>
+
+#include <unistd.h>
+
+namespace compile_cache::detail {
+
+/// What a fork_list<T> keeps in each T (as a member named `fork_links`).
+template <class T>
+struct fork_list_links {
+    T* prev = nullptr;
+    T* next = nullptr;
+    unsigned generation = 0; ///< the list's generation when it was linked
+    bool linked = false;
+};
+
+/// The objects of type T alive (intrusive: linking never allocates, so never fails but
+/// for its bound), for the fork handlers of their kind. Constant-initialised and
+/// trivially destructible: a function-local static one has no guard, which a child forked
+/// while another thread made it would find held for ever; it is usable at exit and in a
+/// fork's handlers. Its lock is held only to link, to unlink, and through a fork (taken
+/// in the prepare handler, within that handler's bound); every wait for it is bounded.
+template <class T>
+class fork_list {
+public:
+    using clock = std::chrono::steady_clock;
+    /// The longest a link waits for the lock: longer than any holder.
+    static constexpr std::chrono::seconds link_wait{2};
+
+    constexpr fork_list() noexcept = default;
+
+    /// Installs `handlers` for `stage`, once per list; false when the library's fork
+    /// handlers could not be installed (install_fork_handlers).
+    bool install(fork_stage stage, fork_handlers handlers) noexcept {
+        int seen = 0;
+        if (installed_.compare_exchange_strong(seen, 1, std::memory_order_acq_rel)) {
+            seen = install_fork_handlers(stage, handlers) ? 2 : 3;
+            installed_.store(seen, std::memory_order_release);
+        }
+        return seen != 3; // (one under way in another thread: it will be there for the next fork)
+    }
+
+    /// Takes the lock by `until` at the latest (else false).
+    bool lock(clock::time_point until) noexcept {
+        for (int spins = 0;; ++spins) {
+            if (!locked_.exchange(true, std::memory_order_acquire)) return true;
+            if (spins < 64) continue;
+            if (clock::now() >= until) return false;
+            ::usleep(100);
+        }
+    }
+    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+    /// Links `t`; false (and not linked) when the lock could not be had within link_wait.
+    bool link(T& t) noexcept {
+        if (!lock(clock::now() + link_wait)) return false;
+        fork_list_links<T>& l = t.fork_links;
+        l.prev = nullptr;
+        l.next = head_;
+        if (head_) head_->fork_links.prev = &t;
+        head_ = &t;
+        l.generation = generation_;
+        l.linked = true;
+        unlock();
+        return true;
+    }
+
+    /// Unlinks `t` if linked in this list's current generation. Waits for the lock
+    /// however long it takes (every holder is bounded): left linked, the list would
+    /// point at freed memory.
+    void unlink(T& t) noexcept {
+        fork_list_links<T>& l = t.fork_links;
+        if (!l.linked) return;
+        while (!lock(clock::now() + link_wait)) {
+        }
+        if (l.generation == generation_) {
+            if (l.prev) l.prev->fork_links.next = l.next;
+            else head_ = l.next;
+            if (l.next) l.next->fork_links.prev = l.prev;
+        }
+        l.linked = false;
+        unlock();
+    }
+
+    /// Whether `t` is in this list's current generation (false in a child whose fork
+    /// could not take the list: see forget_all).
+    bool current(T const& t) const noexcept {
+        return t.fork_links.linked && t.fork_links.generation == generation_;
+    }
+
+    /// The first one linked, then `t->fork_links.next`; only while holding the lock.
+    T* head() const noexcept { return head_; }
+
+    /// In a child whose fork could not take the lock (the list may be half changed):
+    /// forgets every one linked, which stay out of it for their life, and frees the lock.
+    /// Only in the child's fork handler, while the child has one thread.
+    void forget_all() noexcept {
+        head_ = nullptr;
+        ++generation_;
+        unlock();
+    }
+
+    /// The fork under way took the lock: set by the prepare handler, read after the fork.
+    bool held_for_fork = false;
+
+private:
+    std::atomic<bool> locked_{false};
+    std::atomic<int> installed_{0}; ///< 0 not yet, 1 under way, 2 done, 3 failed
+    T* head_ = nullptr;
+    unsigned generation_ = 0;
+};
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/fork_list.hpp
 
 #include <chrono>
 #include <cstddef>
@@ -4217,13 +4367,9 @@ bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
 
 namespace compile_cache::detail {
 
-/// Bumped in a forked child whose fork could not take the list of fork_shared_mutexes
-/// (then none was taken): every one made before is lost there. Written only by the
-/// child's fork handler, while the child has one thread.
-inline unsigned& fork_shared_mutex_epoch() noexcept {
-    static unsigned epoch = 0; // (constant-initialized: no guard on the read)
-    return epoch;
-}
+class fork_shared_mutex;
+/// Every fork_shared_mutex alive.
+COMPILE_CACHE_DECL fork_list<fork_shared_mutex>& the_fork_shared_mutex_list() noexcept;
 
 /// A reader-writer lock (Lockable and SharedLockable) that a fork handles: the fork's
 /// prepare (stage reader_writer_locks) takes every one alive shared, all within one
@@ -4243,7 +4389,7 @@ public:
     fork_shared_mutex& operator=(fork_shared_mutex const&) = delete;
 
     /// Whether this process is a child forked while another thread held this lock.
-    bool lost() const noexcept { return lost_ || epoch_ != fork_shared_mutex_epoch(); }
+    bool lost() const noexcept { return lost_ || !the_fork_shared_mutex_list().current(*this); }
 
     void lock() { mutex_.lock(); }
     bool try_lock() { return mutex_.try_lock(); }
@@ -4258,13 +4404,11 @@ public:
     COMPILE_CACHE_DECL static void after_fork_in_child() noexcept;
 
 private:
+    friend class fork_list<fork_shared_mutex>;
     std::shared_timed_mutex mutex_;
-    fork_shared_mutex* prev_ = nullptr; ///< the list of those alive (intrusive: joining it never fails)
-    fork_shared_mutex* next_ = nullptr;
-    unsigned epoch_ = 0;
+    fork_list_links<fork_shared_mutex> fork_links; ///< (not linked when the list's lock could not be had)
     bool lost_ = false;          ///< written only by the child's fork handler
     bool held_for_fork_ = false; ///< the fork under way took it
-    bool linked_ = false;        ///< in the list (not when its lock could not be had)
 };
 
 /// Makes a copy of `size` bytes, kept for the process's life where a leak checker sees it:
@@ -4315,77 +4459,31 @@ private:
 
 namespace compile_cache::detail {
 
-/// Every fork_shared_mutex alive, for the fork handlers. Constant-initialised and trivially
-/// destructible: no static's guard (which a child forked while another thread made the
-/// first one would find held for ever), no allocation, and usable at exit.
-struct fork_shared_mutex_list {
-    std::atomic<bool> locked{false}; ///< held only to link, to unlink, and through a fork
-    fork_shared_mutex* head = nullptr;
-    bool held = false; ///< the fork under way took `locked`
-    std::atomic<bool> handlers_installed{false};
-};
-COMPILE_CACHE_DECL fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept;
-fork_shared_mutex_list& the_fork_shared_mutex_list() noexcept {
-    static fork_shared_mutex_list list;
+fork_list<fork_shared_mutex>& the_fork_shared_mutex_list() noexcept {
+    static fork_list<fork_shared_mutex> list; // (constant-initialised: fork_list)
     return list;
 }
 
-/// Takes `l`'s lock, by `until` at the latest (else false). Its holders are bounded: a
-/// link, an unlink, a fork's prepare (fork_wait); a child made it anew.
-COMPILE_CACHE_DECL bool lock_fork_shared_mutex_list(fork_shared_mutex_list& l,
-                                                    std::chrono::steady_clock::time_point until) noexcept;
-bool lock_fork_shared_mutex_list(fork_shared_mutex_list& l, std::chrono::steady_clock::time_point until) noexcept {
-    for (int spins = 0;; ++spins) {
-        if (!l.locked.exchange(true, std::memory_order_acquire)) return true;
-        if (spins < 64) continue;
-        if (std::chrono::steady_clock::now() >= until) return false;
-        ::usleep(100);
-    }
-}
-
 fork_shared_mutex::fork_shared_mutex() noexcept {
-    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    if (!l.handlers_installed.exchange(true, std::memory_order_acq_rel))
-        (void)install_fork_handlers(fork_stage::reader_writer_locks,
-                                    {&fork_shared_mutex::before_fork, &fork_shared_mutex::after_fork_in_parent,
-                                     &fork_shared_mutex::after_fork_in_child});
-    // Past 2 s (longer than any holder), lost from the start: not in the list, misses.
-    if (!lock_fork_shared_mutex_list(l, std::chrono::steady_clock::now() + std::chrono::seconds(2))) {
-        lost_ = true;
-        return;
-    }
-    epoch_ = fork_shared_mutex_epoch();
-    next_ = l.head;
-    if (next_) next_->prev_ = this;
-    l.head = this;
-    linked_ = true;
-    l.locked.store(false, std::memory_order_release);
+    fork_list<fork_shared_mutex>& l = the_fork_shared_mutex_list();
+    (void)l.install(fork_stage::reader_writer_locks, {&fork_shared_mutex::before_fork,
+                                                      &fork_shared_mutex::after_fork_in_parent,
+                                                      &fork_shared_mutex::after_fork_in_child});
+    if (!l.link(*this)) lost_ = true; // (past link_wait: lost from the start, misses)
 }
 
-fork_shared_mutex::~fork_shared_mutex() {
-    if (!linked_) return;
-    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    // (Not left linked: the list would point at freed memory. Every holder is bounded.)
-    while (!lock_fork_shared_mutex_list(l, std::chrono::steady_clock::now() + std::chrono::seconds(2))) {
-    }
-    if (epoch_ == fork_shared_mutex_epoch()) { // (else not in the list made anew in this child)
-        if (prev_) prev_->next_ = next_;
-        else l.head = next_;
-        if (next_) next_->prev_ = prev_;
-    }
-    l.locked.store(false, std::memory_order_release);
-}
+fork_shared_mutex::~fork_shared_mutex() { the_fork_shared_mutex_list().unlink(*this); }
 
 // Each is taken shared: a fork must only keep out a writer, whose change the child could
 // find half made; readers change nothing. (Taken exclusively, a stream of short reads kept
 // the fork waiting its whole bound, glibc letting new readers in before a waiting writer,
 // and the child then lost the object.)
 void fork_shared_mutex::before_fork() noexcept {
-    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
+    fork_list<fork_shared_mutex>& l = the_fork_shared_mutex_list();
     auto const until = std::chrono::steady_clock::now() + fork_wait;
-    l.held = lock_fork_shared_mutex_list(l, until);
-    if (!l.held) return;
-    for (fork_shared_mutex* m = l.head; m; m = m->next_) {
+    l.held_for_fork = l.lock(until);
+    if (!l.held_for_fork) return;
+    for (fork_shared_mutex* m = l.head(); m; m = m->fork_links.next) {
         m->held_for_fork_ = false;
         try {
             m->held_for_fork_ = !m->lost() && m->mutex_.try_lock_shared_until(until);
@@ -4395,35 +4493,33 @@ void fork_shared_mutex::before_fork() noexcept {
 }
 
 void fork_shared_mutex::after_fork_in_parent() noexcept {
-    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    if (!l.held) return;
-    for (fork_shared_mutex* m = l.head; m; m = m->next_)
+    fork_list<fork_shared_mutex>& l = the_fork_shared_mutex_list();
+    if (!l.held_for_fork) return;
+    for (fork_shared_mutex* m = l.head(); m; m = m->fork_links.next)
         if (m->held_for_fork_) {
             m->held_for_fork_ = false;
             m->mutex_.unlock_shared();
         }
-    l.held = false;
-    l.locked.store(false, std::memory_order_release);
+    l.held_for_fork = false;
+    l.unlock();
 }
 
 // Nothing here allocates. Each lock is made anew rather than unlocked: the readers the
 // parent had are not in the child, and glibc tells whose unlock it is by the thread id,
 // which the child's one thread does not share with the thread that took it.
 void fork_shared_mutex::after_fork_in_child() noexcept {
-    fork_shared_mutex_list& l = the_fork_shared_mutex_list();
-    if (!l.held) { // none was taken, and the list may be half changed: all are lost
-        ++fork_shared_mutex_epoch();
-        l.head = nullptr;
-        l.locked.store(false, std::memory_order_release);
+    fork_list<fork_shared_mutex>& l = the_fork_shared_mutex_list();
+    if (!l.held_for_fork) { // none was taken, and the list may be half changed: all are lost
+        l.forget_all();
         return;
     }
-    for (fork_shared_mutex* m = l.head; m; m = m->next_) {
+    for (fork_shared_mutex* m = l.head(); m; m = m->fork_links.next) {
         if (!m->held_for_fork_) m->lost_ = true; // a writer, or a lost one: not usable here
         m->held_for_fork_ = false;
         ::new (&m->mutex_) std::shared_timed_mutex;
     }
-    l.held = false;
-    l.locked.store(false, std::memory_order_release);
+    l.held_for_fork = false;
+    l.unlock();
 }
 
 /// The copies keep_abandoned_bytes made, each block starting with the address of the one
@@ -4755,6 +4851,7 @@ using registry = basic_registry<>;
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -4769,6 +4866,23 @@ namespace detail {
 /// The edit distance (insertions, deletions, substitutions) between `a` and `b`: how a
 /// misspelled setting's name is told from another (2 at most).
 COMPILE_CACHE_DECL std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// Of `settings` (each with a `name`), the one whose name is nearest `name` and at most 2
+/// letters from it, the first of equals: the setting a misspelled name was meant for;
+/// nullptr when none is that near.
+template <class Settings>
+auto nearest_setting(std::string_view name, Settings const& settings) -> decltype(&*std::begin(settings)) {
+    decltype(&*std::begin(settings)) nearest = nullptr;
+    std::size_t best = 3; // more letters apart than 2: not a misspelling of it
+    for (auto const& s : settings) {
+        std::size_t const d = edit_distance(name, s.name);
+        if (d < best) {
+            best = d;
+            nearest = &s;
+        }
+    }
+    return nearest;
+}
 } // namespace detail
 
 /// A setting read from the environment, for a host's --help.
@@ -6841,7 +6955,7 @@ public:
 
     std::uint64_t timeouts() const noexcept { return timeouts_.load(std::memory_order_relaxed); }
 
-    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    /// For the fork handlers alone (directory_storage.hpp, the_fork_registry).
     std::mutex& mutex_for_fork() noexcept { return mutex_; }
 
 private:
@@ -6997,7 +7111,7 @@ public:
     /// that a flush for another reason, accounted_size() say, does not skip a cleanup).
     COMPILE_CACHE_DECL unsigned take_stores() noexcept;
 
-    /// For the fork handlers alone (directory_storage.hpp, fork_registry).
+    /// For the fork handlers alone (directory_storage.hpp, the_fork_registry).
     std::mutex& mutex_for_fork() noexcept { return mutex_; }
 
 private:
@@ -8780,6 +8894,32 @@ bool read_pack_slots(std::string const& path, std::vector<pack_slot>& slots, std
 // entry, written atomically (exclusive temp file in the target folder, then rename),
 // with a size limit kept by least-recently-used eviction. POSIX only.
 
+// ---- begin compile_cache/detail/error_category_object.hpp
+// compile_cache: the one object of each of the library's error categories, made before any
+// use and never destroyed.
+
+namespace compile_cache::detail {
+
+/// Holds a `Category` (a std::error_category whose constructor is a constant expression,
+/// as std::error_category's is) constant-initialised and never destroyed: no allocation
+/// and no static's guard at its first use, which a noexcept make_error_code could not let
+/// fail and a forked child could find held; usable at exit, when a cache of static
+/// storage duration may still meet an error.
+template <class Category>
+union error_category_holder {
+    Category object;
+    constexpr error_category_holder() noexcept : object() {}
+    ~error_category_holder() {}
+};
+
+template <class Category>
+#if defined(__clang__)
+[[clang::require_constant_initialization]]
+#endif
+inline error_category_holder<Category> error_category_object;
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/error_category_object.hpp
 
 // ---- begin compile_cache/detail/held_batch_bounds.hpp
 // compile_cache: the bounds of a batch of writes a process holds before it makes them,
@@ -10507,18 +10647,13 @@ inline bool lock_by(std::mutex& m, std::chrono::steady_clock::time_point deadlin
 /// parent and the child: a mutex another thread held while this one forked would stay
 /// held forever in the child, whose first store, prune or lock report would wait for it.
 /// Each is tried for at most fork_lock_wait (the cleanup's once); what the child does with
-/// one not taken: give_back_after_fork_in_child and docs/design.md, "Forks". Never
-/// destroyed (a fork may come at exit).
-struct fork_registry {
-    std::mutex mutex;
-    std::vector<shared_state*> states;
-    bool held = false; ///< `mutex` was taken by the fork under way
-};
+/// one not taken: give_back_after_fork_in_child and docs/design.md, "Forks".
+COMPILE_CACHE_DECL fork_list<shared_state>& the_fork_registry() noexcept;
 inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 COMPILE_CACHE_DECL void register_for_fork(shared_state* s) noexcept;
 COMPILE_CACHE_DECL void unregister_for_fork(shared_state* s) noexcept;
 
-/// How many mutexes of a shared_state a fork takes (fork_registry).
+/// How many mutexes of a shared_state a fork takes (the_fork_registry).
 inline constexpr int fork_mutexes = 5;
 
 /// State shared by a storage object and its copies.
@@ -10549,8 +10684,9 @@ struct shared_state {
     directory_options options;
     /// Which of cleanup's, deferred's, the ledger's and the lock events' mutexes (in that
     /// order, the order they nest in), and the packs index's (which nests in none), the
-    /// fork under way took (fork_registry).
+    /// fork under way took (the_fork_registry).
     bool held_for_fork[fork_mutexes] = {};
+    fork_list_links<shared_state> fork_links; ///< in the_fork_registry()
 };
 
 /// The path of the entry a read opens, built in a buffer each thread reuses; `fallback`
@@ -10837,7 +10973,7 @@ private:
         }
         impl::unlock_at_end const unlock{root.fd}; // (before the close: a forked child's copy keeps it else)
         try {
-            // Within the root's bound too: in a child forked mid-cleanup it stays held (fork_registry).
+            // Within the root's bound too: in a child forked mid-cleanup it stays held (the_fork_registry).
             if (!impl::lock_by(state_->cleanup.mutex, std::chrono::steady_clock::now() + impl::cleanup_lock_wait)) {
                 state_->locks.gave_up(directory_, "so the cleanup did not run");
                 r.error = std::make_error_code(std::errc::resource_unavailable_try_again);
@@ -11258,8 +11394,9 @@ inline void parse_settings_text(std::string const& text, directory_settings& out
 }
 
 /// Says through `env` the first line of `file` that is not `name = value` (with how many
-/// more), and each name that is none a directory keeps but one of them misspelled (2
-/// letters apart at most: `max_size`); a name far from every one (a newer tool's) is left alone.
+/// more), and each name that is none a directory keeps but one of them misspelled (the
+/// nearest, 2 letters apart at most: `max_size`); a name far from every one (a newer
+/// tool's) is left alone.
 inline void report_unusable_lines(std::string const& where, directory_settings const& file,
                                   settings_reader const& env) {
     if (!file.problems.empty())
@@ -11269,12 +11406,9 @@ inline void report_unusable_lines(std::string const& where, directory_settings c
                    "; it is ignored");
     for (auto const& [name, value] : file.values) {
         if (find_directory_setting(name)) continue;
-        for (directory_setting_spec const& s : directory_settings_kept())
-            if (edit_distance(name, s.name) <= 2) {
-                env.report(where + ": " + name + " = \"" + value + "\" is no setting a cache directory keeps (" +
-                           s.name + ", misspelled?); it is ignored");
-                break;
-            }
+        if (directory_setting_spec const* s = nearest_setting(name, directory_settings_kept()))
+            env.report(where + ": " + name + " = \"" + value + "\" is no setting a cache directory keeps (" +
+                       s->name + ", misspelled?); it is ignored");
     }
 }
 
@@ -11414,10 +11548,7 @@ std::string detail::directory_error_category::message(int code) const {
 }
 
 std::error_category const& directory_category() noexcept {
-    // Never destroyed: a cache of static storage duration may fail a store at exit, and
-    // its error's message() is a virtual call on this object.
-    static std::atomic<detail::directory_error_category const*> category{nullptr};
-    return detail::made_once(category, [] { return std::make_unique<detail::directory_error_category const>(); });
+    return detail::error_category_object<detail::directory_error_category>.object;
 }
 
 directory_options directory_options_from_env(settings_reader const& env) {
@@ -11454,8 +11585,8 @@ namespace detail::directory_storage_impl {
 
 // (The helpers below are inline, not in an unnamed namespace: every translation unit
 // that includes this file must share one registry.)
-inline fork_registry& the_fork_registry() noexcept {
-    static fork_registry& registry = *new fork_registry; // never destroyed: a fork may come at exit
+fork_list<shared_state>& the_fork_registry() noexcept {
+    static fork_list<shared_state> registry; // (constant-initialised: fork_list)
     return registry;
 }
 
@@ -11472,10 +11603,10 @@ inline std::mutex* fork_mutex(shared_state& s, int i) noexcept {
 // The fork's prepare (detail/fork_handlers.hpp, after the tier workers'): every storage's mutexes, in the order they nest, each
 // within fork_lock_wait, but for the cleanup's, held through a whole prune: tried once.
 inline void take_before_fork() noexcept {
-    fork_registry& r = the_fork_registry();
-    r.held = lock_by(r.mutex, std::chrono::steady_clock::now() + fork_lock_wait);
-    if (!r.held) return;
-    for (shared_state* s : r.states)
+    fork_list<shared_state>& r = the_fork_registry();
+    r.held_for_fork = r.lock(std::chrono::steady_clock::now() + fork_lock_wait);
+    if (!r.held_for_fork) return;
+    for (shared_state* s = r.head(); s; s = s->fork_links.next)
         for (int i = 0; i < fork_mutexes; ++i)
             s->held_for_fork[i] = i == 0 ? fork_mutex(*s, i)->try_lock()
                                          : lock_by(*fork_mutex(*s, i), std::chrono::steady_clock::now() + fork_lock_wait);
@@ -11483,16 +11614,16 @@ inline void take_before_fork() noexcept {
 
 // Its parent handler: what it took, given back.
 inline void give_back_after_fork_in_parent() noexcept {
-    fork_registry& r = the_fork_registry();
-    if (!r.held) return;
-    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s)
+    fork_list<shared_state>& r = the_fork_registry();
+    if (!r.held_for_fork) return;
+    for (shared_state* s = r.head(); s; s = s->fork_links.next)
         for (int i = fork_mutexes - 1; i >= 0; --i)
-            if ((*s)->held_for_fork[i]) {
-                (*s)->held_for_fork[i] = false;
-                fork_mutex(**s, i)->unlock();
+            if (s->held_for_fork[i]) {
+                s->held_for_fork[i] = false;
+                fork_mutex(*s, i)->unlock();
             }
-    r.held = false;
-    r.mutex.unlock();
+    r.held_for_fork = false;
+    r.unlock();
 }
 
 // Its child handler, on the one thread there: what it took, given back. One it could not
@@ -11505,10 +11636,13 @@ inline void give_back_after_fork_in_parent() noexcept {
 // index of record packs is made anew, empty (the child lists the packs again).
 // Nothing here allocates.
 inline void give_back_after_fork_in_child() noexcept {
-    fork_registry& r = the_fork_registry();
-    if (!r.held) return;
-    for (auto s = r.states.rbegin(); s != r.states.rend(); ++s) {
-        shared_state& state = **s;
+    fork_list<shared_state>& r = the_fork_registry();
+    if (!r.held_for_fork) { // (as before the fork, but the list: its lock's holder is not here)
+        r.forget_all();
+        return;
+    }
+    for (shared_state* s = r.head(); s; s = s->fork_links.next) {
+        shared_state& state = *s;
         for (int i = fork_mutexes - 1; i >= 0; --i) {
             bool const taken = state.held_for_fork[i];
             state.held_for_fork[i] = false;
@@ -11528,28 +11662,19 @@ inline void give_back_after_fork_in_child() noexcept {
             }
         }
     }
-    r.held = false;
-    r.mutex.unlock();
+    r.held_for_fork = false;
+    r.unlock();
 }
 
 void register_for_fork(shared_state* s) noexcept {
-    static bool const installed = install_fork_handlers(
-        fork_stage::directory_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
-    if (!installed) return;
-    fork_registry& r = the_fork_registry();
-    std::lock_guard<std::mutex> const lock(r.mutex);
-    try {
-        r.states.push_back(s);
-    } catch (...) { // bad_alloc: this one is left out (its child may wait, as before)
-    }
+    fork_list<shared_state>& r = the_fork_registry();
+    if (!r.install(fork_stage::directory_storages,
+                   {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child}))
+        return;
+    (void)r.link(*s); // (past its bound, left out: its child may wait, as before)
 }
 
-void unregister_for_fork(shared_state* s) noexcept {
-    fork_registry& r = the_fork_registry();
-    std::lock_guard<std::mutex> const lock(r.mutex);
-    auto const it = std::find(r.states.begin(), r.states.end(), s);
-    if (it != r.states.end()) r.states.erase(it);
-}
+void unregister_for_fork(shared_state* s) noexcept { the_fork_registry().unlink(*s); }
 
 } // namespace detail::directory_storage_impl
 
@@ -15046,12 +15171,7 @@ std::error_condition detail::remote_error_category::default_error_condition(int 
 }
 
 std::error_category const& remote_category() noexcept {
-    // Never destroyed: a cache of static storage duration may meet a remote error at exit.
-    // Made in static storage, not allocated: nothing here can throw.
-    alignas(detail::remote_error_category) static unsigned char storage[sizeof(detail::remote_error_category)];
-    static detail::remote_error_category const& category = *::new (static_cast<void*>(storage))
-        detail::remote_error_category;
-    return category;
+    return detail::error_category_object<detail::remote_error_category>.object;
 }
 
 remote_error remote_error_of(std::error_code const& e) noexcept {
@@ -19684,19 +19804,15 @@ cache_env_settings read_cache_env_settings(std::string_view prefix_view) {
 }
 
 std::string misspelled_setting_line(std::string const& name, std::vector<environment_setting> const& known) {
-    std::string nearest;
-    std::size_t best = 3; // more letters apart than 2: not a misspelling of it
+    environment_setting const* nearest = nullptr;
     for (environment_setting const& s : known) {
         if (s.name == name) return {};
         // A file setting without its _FILE (PREFIX_TRUSTED_KEYS): as near as can be.
-        std::size_t const d = s.name == name + "_FILE" ? 0 : edit_distance(name, s.name);
-        if (d < best) {
-            best = d;
-            nearest = s.name;
-        }
+        if (!nearest && s.name == name + "_FILE") nearest = &s;
     }
-    if (nearest.empty()) return {};
-    return name + " is set, but it is no setting of this cache or its storage (" + nearest +
+    if (!nearest) nearest = nearest_setting(name, known);
+    if (!nearest) return {};
+    return name + " is set, but it is no setting of this cache or its storage (" + nearest->name +
            ", misspelled?); it is ignored";
 }
 

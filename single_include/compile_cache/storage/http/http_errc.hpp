@@ -2,45 +2,8 @@
 // conditions are the std::errc ones a tier counts (tiered_storage's remote_error_of).
 #pragma once
 
-// ---- inlined compile_cache/detail/made_once.hpp
-// compile_cache: a value made at its first use and kept for the process, without the guard
-// of a function-local static that a forked child may find held for ever.
-// An include guard as well: detail/build_id.hpp includes it, and the LLVM adapter's
-// single-header copies inline both (scripts/amalgamate.py), as does the single header.
-#ifndef COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
-#define COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
+#include <compile_cache/compile_cache.hpp>
 
-#include <atomic>
-#include <memory>
-#include <utility>
-
-namespace compile_cache::detail {
-
-/// The object `make()` makes (a `std::unique_ptr<T>` to it), made at the first call with
-/// `slot` and never destroyed (a cache of static storage duration works at exit too).
-/// `slot` is a function-local `static std::atomic<T*>` (constant-initialised: no guard).
-/// No caller waits for another: callers that meet before the first object is published
-/// each make one, the first published is kept and the others are dropped. So a child
-/// forked while a thread of its parent was making it makes its own at once, where a
-/// function-local static's guard would stay held in the child for ever (docs/design.md,
-/// "Forks"). What `make` throws is thrown.
-template <class T, class Make>
-T& made_once(std::atomic<T*>& slot, Make&& make) {
-    if (T* const made = slot.load(std::memory_order_acquire)) return *made;
-    std::unique_ptr<T> fresh = std::forward<Make>(make)();
-    T* kept = nullptr;
-    if (slot.compare_exchange_strong(kept, fresh.get(), std::memory_order_acq_rel, std::memory_order_acquire))
-        return *fresh.release();
-    return *kept;
-}
-
-} // namespace compile_cache::detail
-
-#endif // COMPILE_CACHE_DETAIL_MADE_ONCE_HPP
-// ---- end of compile_cache/detail/made_once.hpp
-
-#include <atomic>
-#include <memory>
 #include <string>
 #include <system_error>
 
@@ -110,10 +73,9 @@ public:
 };
 } // namespace detail
 
+/// The category of http_errc. Never throws: its object is made before any call.
 inline std::error_category const& http_category() noexcept {
-    // Never destroyed: a cache of static storage duration may meet an HTTP error at exit.
-    static std::atomic<detail::http_category_impl const*> category{nullptr};
-    return detail::made_once(category, [] { return std::make_unique<detail::http_category_impl const>(); });
+    return detail::error_category_object<detail::http_category_impl>.object;
 }
 
 inline std::error_code make_error_code(http_errc e) noexcept { return {static_cast<int>(e), http_category()}; }

@@ -226,6 +226,19 @@ inline bool http_host_is_loopback(std::string const& host) noexcept {
     return (ntohl(a.s_addr) >> 24) == 127;
 }
 
+/// Whether a connection to `host` (as http_address keeps it) reaches this machine's
+/// loopback: http_host_is_loopback, or an IPv4 address of 127.0.0.0/8 in a form that
+/// inet_aton reads and inet_pton does not (`127.1`, `0x7f.1`, `2130706433`), which libcurl
+/// and getaddrinfo read as such.
+inline bool http_host_reaches_loopback(std::string const& host) noexcept {
+    if (http_host_is_loopback(host)) return true;
+    char text[64] = {};
+    if (host.empty() || host.size() >= sizeof text) return false;
+    std::memcpy(text, host.data(), host.size());
+    in_addr a{};
+    return ::inet_aton(text, &a) != 0 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
 /// Whether the handle's last connection was one the kernel made to itself: a client
 /// connecting to a loopback port where nothing listens is, now and then, given that port
 /// as its source, and reads back what it sent. Its two ends are the same address.
@@ -322,7 +335,9 @@ inline thread_local void (*http_lane_held_for_testing)(char const* lane) = nullp
 /// answer dropped). (libcurl 7.80 and later: CURLOPT_PREREQFUNCTION.)
 /// Each call has one deadline, http_options::timeout from its start, for all it does (the
 /// wait for the handle, the name's resolution, the connection, a store's MKCOLs and second
-/// PUT). A redirect, where followed, goes from https to https only. A process forked from
+/// PUT). A redirect, where followed, goes from https to https only. libcurl's proxy variables
+/// (http_proxy, https_proxy, all_proxy, no_proxy) apply, except to a server on this machine
+/// (detail::http_host_reaches_loopback), which is always reached directly. A process forked from
 /// one that used the storage makes handles and connections of its own at its first call
 /// (the parent's are left untouched, and open, in the child); a child forked while another
 /// thread was in a call waits for a handle that is never freed: its calls time out. Move-only.
@@ -1241,6 +1256,10 @@ private:
         // ends at its deadline.
         ok = ok && set(CURLOPT_QUICK_EXIT, 1L);
 #endif
+        // A server on this machine (detail::http_host_reaches_loopback) is reached directly, never
+        // through the proxy of the environment's http_proxy, https_proxy or all_proxy (nor are
+        // the redirects it sends): through one, 127.0.0.1 is the proxy's machine.
+        if (detail::http_host_reaches_loopback(state_->address.host)) ok = ok && set(CURLOPT_PROXY, "");
         if (out && !propfind) ok = ok && set(CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(std::min<std::uint64_t>(max, INT64_MAX)));
         if (tls) {
             ok = ok && set(CURLOPT_SSL_VERIFYPEER, o.tls_insecure ? 0L : 1L) &&

@@ -500,61 +500,62 @@ struct forkable_state {
     pid_t connection_pid = 0;         ///< the process that opened `c`
     bool held_for_fork = false;       ///< the fork under way took `mutex`
     bool unusable_after_fork = false; ///< in a child: its connection, or another's, was the parent's, open
-    forkable_state();
+    fork_list_links<forkable_state> fork_links; ///< in the_fork_registry()
+    forkable_state() noexcept;
     forkable_state(forkable_state const&) = delete;
     forkable_state& operator=(forkable_state const&) = delete;
     ~forkable_state();
 };
 
-/// Every forkable_state alive, for the fork handlers; never destroyed (a fork may come
-/// at exit).
-struct fork_registry {
-    std::timed_mutex mutex;
-    std::vector<forkable_state*> states;
-    bool held = false; ///< `mutex` was taken by the fork under way
-    /// In a child: a connection of the parent's was left open, so SQLite's records of its
-    /// file's locks are here too, and no storage of this process opens a connection.
-    std::atomic<bool> parent_connection_open{false};
-};
-inline fork_registry& the_fork_registry() noexcept {
-    // (In static storage, made in place: no allocation to fail in a noexcept function.)
-    alignas(fork_registry) static unsigned char place[sizeof(fork_registry)];
-    static fork_registry* const r = new (place) fork_registry;
-    return *r;
+/// Every forkable_state alive, for the fork handlers.
+inline fork_list<forkable_state>& the_fork_registry() noexcept {
+    static fork_list<forkable_state> registry; // (constant-initialised: fork_list)
+    return registry;
+}
+/// In a child: a connection of the parent's was left open, so SQLite's records of its
+/// file's locks are here too, and no storage of this process opens a connection.
+inline std::atomic<bool>& parent_connection_open() noexcept {
+    static std::atomic<bool> open{false};
+    return open;
 }
 inline constexpr std::chrono::milliseconds fork_lock_wait{250};
 
 inline void take_before_fork() noexcept {
-    fork_registry& r = the_fork_registry();
-    r.held = r.mutex.try_lock_for(fork_lock_wait);
-    if (!r.held) return;
-    for (forkable_state* s : r.states) {
+    fork_list<forkable_state>& r = the_fork_registry();
+    r.held_for_fork = r.lock(std::chrono::steady_clock::now() + fork_lock_wait);
+    if (!r.held_for_fork) return;
+    for (forkable_state* s = r.head(); s; s = s->fork_links.next) {
         s->held_for_fork = s->mutex.try_lock_for(fork_lock_wait);
         if (s->held_for_fork) s->c.close();
     }
 }
 inline void give_back_after_fork_in_parent() noexcept {
-    fork_registry& r = the_fork_registry();
-    if (!r.held) return;
-    for (forkable_state* s : r.states)
+    fork_list<forkable_state>& r = the_fork_registry();
+    if (!r.held_for_fork) return;
+    for (forkable_state* s = r.head(); s; s = s->fork_links.next)
         if (s->held_for_fork) {
             s->held_for_fork = false;
             s->mutex.unlock();
         }
-    r.held = false;
-    r.mutex.unlock();
+    r.held_for_fork = false;
+    r.unlock();
 }
 // Nothing here allocates. One storage whose connection stayed open (its mutex not taken)
 // makes every storage unusable here: SQLite's records of that connection's locks, which
 // this process does not hold, would be shared by any connection opened here to its file,
 // whose WAL the parent's close could then remove under it (stores reported done, lost).
+// A fork that could not take the list closed none: every storage is unusable here too.
 inline void give_back_after_fork_in_child() noexcept {
-    fork_registry& r = the_fork_registry();
-    if (!r.held) return;
-    bool const one_left_open =
-        std::any_of(r.states.begin(), r.states.end(), [](forkable_state* s) { return !s->held_for_fork; });
-    if (one_left_open) r.parent_connection_open = true;
-    for (forkable_state* s : r.states) {
+    fork_list<forkable_state>& r = the_fork_registry();
+    if (!r.held_for_fork) {
+        parent_connection_open() = true;
+        r.forget_all();
+        return;
+    }
+    bool one_left_open = false;
+    for (forkable_state* s = r.head(); s; s = s->fork_links.next) one_left_open = one_left_open || !s->held_for_fork;
+    if (one_left_open) parent_connection_open() = true;
+    for (forkable_state* s = r.head(); s; s = s->fork_links.next) {
         if (s->held_for_fork) {
             s->held_for_fork = false;
             s->mutex.unlock();
@@ -565,29 +566,20 @@ inline void give_back_after_fork_in_child() noexcept {
             s->unusable_after_fork = true;
         }
     }
-    r.held = false;
-    r.mutex.unlock();
+    r.held_for_fork = false;
+    r.unlock();
 }
 
-inline forkable_state::forkable_state() {
-    static bool const installed = install_fork_handlers(
-        fork_stage::sqlite_storages, {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child});
-    if (!installed) return;
-    fork_registry& r = the_fork_registry();
-    unusable_after_fork = r.parent_connection_open;
-    std::lock_guard<std::timed_mutex> const lock(r.mutex);
-    try {
-        r.states.push_back(this);
-    } catch (...) { // bad_alloc: left out (its child finds the parent's connection, unusable)
-    }
+inline forkable_state::forkable_state() noexcept {
+    fork_list<forkable_state>& r = the_fork_registry();
+    if (!r.install(fork_stage::sqlite_storages,
+                   {&take_before_fork, &give_back_after_fork_in_parent, &give_back_after_fork_in_child}))
+        return;
+    unusable_after_fork = parent_connection_open();
+    (void)r.link(*this); // (past its bound, left out: its child finds the parent's connection, unusable)
 }
 inline forkable_state::~forkable_state() {
-    fork_registry& r = the_fork_registry();
-    {
-        std::lock_guard<std::timed_mutex> const lock(r.mutex);
-        auto const it = std::find(r.states.begin(), r.states.end(), this);
-        if (it != r.states.end()) r.states.erase(it);
-    }
+    the_fork_registry().unlink(*this);
     if (connection_pid != ::getpid()) c.abandon(); // a child's copy still open: the parent's to close
 }
 
@@ -952,7 +944,7 @@ private:
         if (state_->c.db && state_->connection_pid != ::getpid()) {
             state_->c.abandon();
             state_->unusable_after_fork = true;
-            detail::sqlite_impl::the_fork_registry().parent_connection_open = true;
+            detail::sqlite_impl::parent_connection_open() = true;
         }
         return !state_->unusable_after_fork;
     }
