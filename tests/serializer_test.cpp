@@ -126,6 +126,11 @@ TEST_CASE("format_id names the archive kind, the archive version and the ABI", "
     CHECK(binary.find("p" + std::to_string(sizeof(void*))) != std::string::npos);
     CHECK(binary.find("l" + std::to_string(sizeof(long))) != std::string::npos);
     CHECK((binary.find("le") != std::string::npos || binary.find("be") != std::string::npos));
+    // And the raw bytes of long double and wchar_t: x86-64's and AArch64's long double are
+    // both 16 bytes, but one is x87's 64-digit format and the other binary128.
+    CHECK(binary.find("ld" + std::to_string(sizeof(long double)) + "m" +
+                      std::to_string(std::numeric_limits<long double>::digits) + "w" +
+                      std::to_string(sizeof(wchar_t))) != std::string::npos);
 
     CHECK(text.find("boost_text") != std::string::npos);
     CHECK(text.find(archive) != std::string::npos);
