@@ -82,6 +82,34 @@ TEST_CASE("A unix:// address names a socket and a cluster address lists its seed
     CHECK(a.nodes[2].host == "::1");
 }
 
+// A URL's scheme is case-insensitive (RFC 3986, 3.1), and the HTTP storage takes
+// `HTTPS://`: `REDIS://` was refused as an unknown scheme, and no remote claimed it.
+TEST_CASE("A scheme in capitals is a Redis address, as a scheme in any case is", "[redis][address]") {
+    auto a = parse_ok("REDIS://ci:s3cret@127.0.0.1:7000/2");
+    CHECK(a.type == cc::redis_address::kind::server);
+    CHECK(a.password == "s3cret");
+    CHECK(a.db == 2);
+    CHECK(parse_ok("Redis+Cluster://127.0.0.1:7000,127.0.0.1:7001").type == cc::redis_address::kind::cluster);
+    CHECK(parse_ok("UNIX:///run/redis/redis.sock").socket_path == "/run/redis/redis.sock");
+    CHECK(cc::redis_storage::handles_url("REDIS://host"));
+    CHECK(cc::redis_storage::handles_url("Redis+Cluster://host:7000"));
+    CHECK_FALSE(cc::redis_storage::handles_url("rediss://host"));
+    std::string why;
+    CHECK_FALSE(cc::redis_address::parse("REDIS:/host", why));
+
+    // A real server, addressed in capitals.
+    std::string const url = fixture::get().server_url();
+    REQUIRE(url.rfind("redis://", 0) == 0);
+    cc::redis_options o;
+    o.url = "REDIS://" + url.substr(8);
+    o.name_space = unique_name("capitals");
+    cc::redis_storage s(o);
+    REQUIRE_FALSE(s.write(key_of(1), "in capitals"));
+    std::string out;
+    CHECK(s.read(key_of(1), out, 100).status == cc::read_status::found);
+    CHECK(out == "in capitals");
+}
+
 TEST_CASE("A bad address is refused with a sentence that says what is wrong", "[redis][address]") {
     CHECK(parse_error("http://127.0.0.1").find("unknown scheme") != std::string::npos);
     CHECK(parse_error("redis://").find("no host") != std::string::npos);

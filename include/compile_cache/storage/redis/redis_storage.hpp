@@ -112,12 +112,9 @@ public:
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
     /// Whether `url` is a Redis address's (`redis://`, `redis+cluster://`, `unix://`): the
-    /// schemes that select this storage among a program's remotes (remote_by_url).
-    static bool handles_url(std::string_view url) noexcept {
-        for (std::string_view scheme : {"redis://", "redis+cluster://", "unix://"})
-            if (url.substr(0, scheme.size()) == scheme) return true;
-        return false;
-    }
+    /// schemes that select this storage among a program's remotes (remote_by_url), in any
+    /// case (`REDIS://`, as a scheme is case-insensitive).
+    static bool handles_url(std::string_view url) noexcept { return redis_address::is_redis_url(url); }
 
     /// The earlier form, for a host that calls it: the new one, with the settings the reader
     /// stands for (see detail::settings_reader_access::settings_of).
