@@ -552,6 +552,53 @@ TEST_CASE("A stray reply before or among the replies, the last one late, is neve
     CHECK(again == "value-2");
 }
 
+// The known leftover of the nonces at both ends only: a batch stopped at its byte bound
+// (too_large) answered the replies read before the bound, with no nonce after them. A
+// stray among them shifted them: key 0 was found holding "stray", key 1 key 0's value.
+// Each reply is now taken only once the nonce after it has come.
+namespace {
+/// 20,000 bytes that differ for each `n`.
+std::string stray_bound_value(std::uint64_t n) {
+    std::string v(20000, '\0');
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<char>((n * 131 + i * 7) & 0xff);
+    return v;
+}
+} // namespace
+
+TEST_CASE("A batch stopped at its byte bound never answers a reply that a stray one shifted",
+          "[redis][faults][batch]") {
+    std::string const stray = "$5\r\nstray\r\n";
+    cc::redis_options o;
+    o.name_space = unique_name("stray-bound");
+    o.url = fixture::get().server_url();
+    o.batch_max_bytes = 64 * 1024;
+    cc::redis_storage direct(o);
+    std::vector<cc::key> keys;
+    for (std::uint64_t i = 0; i < 8; ++i) {
+        REQUIRE_FALSE(direct.write(key_of(i), stray_bound_value(i)));
+        keys.push_back(key_of(i));
+    }
+    relay r(fixture::get().server_port(), milliseconds(0), stray, stray_place::after_first_reply);
+    o.url = r.url();
+    cc::redis_storage s(o);
+    std::vector<std::pair<cc::read_result, std::string>> out;
+    s.read_many(keys, 1 << 20, out);
+    REQUIRE(out.size() == keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) {
+        INFO("key " << i << " answered status " << int(out[i].first.status) << ", " << out[i].second.size()
+                    << " bytes");
+        if (out[i].first.status == cc::read_status::found)
+            CHECK(out[i].second == stray_bound_value(i));
+        else
+            CHECK(out[i].first.status == cc::read_status::error);
+    }
+    // The next call is in step on a connection of its own.
+    s.read_many(keys, 1 << 20, out);
+    REQUIRE(out.size() == keys.size());
+    CHECK(out[0].first.status == cc::read_status::found);
+    CHECK(out[0].second == stray_bound_value(0));
+}
+
 namespace {
 std::atomic<bool> failure_held{false};    // the holding thread is inside the failure lock
 std::atomic<bool> failure_release{false};
