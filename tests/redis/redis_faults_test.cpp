@@ -565,7 +565,7 @@ std::string stray_bound_value(std::uint64_t n) {
 }
 } // namespace
 
-TEST_CASE("A batch stopped at its byte bound never answers a reply that a stray one shifted",
+TEST_CASE("A batch stopped at its byte bound never answers a reply a stray one shifted",
           "[redis][faults][batch]") {
     std::string const stray = "$5\r\nstray\r\n";
     cc::redis_options o;

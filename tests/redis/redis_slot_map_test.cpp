@@ -73,6 +73,38 @@ TEST_CASE("A slot no master served when the map was learnt is served once a mast
     CHECK(out == "value");
 }
 
+// CLUSTER SLOTS names one range per run of slots a master holds: a cluster whose slots
+// were moved one by one (resharding, rebalancing) has up to 16,384 ranges, each with its
+// nodes. Its reply was bounded at 1 MiB: 8,192 ranges of one node with its hostname took
+// 2.4 MB, and every call failed as `protocol` ("reply longer than the bound"). A 4 MiB
+// bound holds one range per slot, each with a master and two replicas.
+TEST_CASE("A cluster whose slots are fragmented into thousands of ranges is served", "[redis][cluster]") {
+    // One node in cluster mode, master of every other slot (8,192 ranges), announcing a
+    // long hostname (in each range's node, as a replica's entry would add). A new master
+    // says its cluster is up only 2 s after it started (CLUSTER_WRITABLE_DELAY): it serves
+    // reads meanwhile (cluster-allow-reads-when-down), and SCAN, which names no key.
+    std::string const hostname = std::string(60, 'a') + "." + std::string(60, 'b') + "." + std::string(60, 'c');
+    server lone(lone_node_args + " --cluster-require-full-coverage no --cluster-allow-reads-when-down yes"
+                                 " --cluster-announce-hostname " + hostname);
+    std::vector<std::string> add{"CLUSTER", "ADDSLOTS"};
+    for (int slot = 0; slot < 16384; slot += 2) add.push_back(std::to_string(slot));
+    REQUIRE(admin(lone.port())(add) == "OK");
+    auto s = slot_map_storage_at("redis+cluster://127.0.0.1:" + std::to_string(lone.port()), unique_name("fragmented"));
+    std::size_t read = 0;
+    for (std::uint64_t n = 0; read < 3; ++n) {
+        if (cc::detail::redis_hash_slot(s.redis_key(key_of(n))) % 2 != 0) continue;
+        ++read;
+        std::string out;
+        cc::read_result const r = s.read(key_of(n), out, 100);
+        INFO("key " << n << ": " << s.last_failure().text.substr(0, 200));
+        CHECK(r.status == cc::read_status::absent);
+    }
+    std::vector<cc::stored_entry> listed;
+    INFO(s.last_failure().text.substr(0, 200));
+    CHECK_FALSE(s.list(listed));
+    CHECK(listed.empty());
+}
+
 TEST_CASE("read_many keys redirected to their slot's new master still count against batch_max_bytes",
           "[redis][cluster][batch]") {
     cluster c;
