@@ -86,8 +86,8 @@ public:
     }
 
     /// Sends the commands in one write, the first preceded by an `ECHO <nonce>` (a nonce
-    /// new for each exchange) and the last followed by one, as are those that the byte
-    /// bound may stop after (echo_follows), and reads as many replies, each of at most
+    /// new for each exchange) and the last followed by one, as is every 16th where the
+    /// byte bound may stop the exchange (echo_follows), and reads as many replies, each of at most
     /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
     /// read); `replies` gets those of the commands, in order. A command's reply is taken
     /// only when the first reply and the first after it that is not a command's are the
@@ -101,7 +101,7 @@ public:
     /// returned as a reply (type REDIS_REPLY_ERROR), not as an error. All replies together
     /// take at most `max_total_bytes` on the wire: past it the exchange stops as
     /// `too_large` (the connection closed), `replies` holding those of the commands read
-    /// before, each whole and followed by its nonce. On any other failure `replies` is empty.
+    /// before it that a nonce read followed. On any other failure `replies` is empty.
     std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
                              std::size_t max_reply_bytes, redis_clock::time_point deadline,
                              std::chrono::milliseconds connect_timeout, bool arrays = false,
@@ -359,13 +359,19 @@ private:
         out += "\r\n";
     }
 
+    /// How often an exchange that its byte bound may stop checks that it is in step: an
+    /// `ECHO nonce` after every echo_every-th command (echo_follows). A stop answers the
+    /// replies up to the last of them, and fails the others (at most echo_every - 1 more).
+    static constexpr std::size_t echo_every = 16;
+
     /// Whether the exchange's `ECHO nonce` follows `commands[i]`: after the last command;
     /// and, in an exchange that its byte bound may stop (too_large keeps the replies read
-    /// before it), after each command from echo_from_ on (those whose replies may reach
-    /// half of the bound) but ASKING, whose flag only the next command may use.
+    /// before it), after every echo_every-th command from echo_from_ on (those whose replies
+    /// may reach half of the bound) but ASKING, whose flag only the next command may use.
     bool echo_follows(std::vector<redis_command> const& commands, std::size_t i) const noexcept {
         if (i + 1 == commands.size()) return true;
-        return i >= echo_from_ && (commands[i].empty() || commands[i].front() != "ASKING");
+        return i >= echo_from_ && (i + 1) % echo_every == 0 &&
+               (commands[i].empty() || commands[i].front() != "ASKING");
     }
 
     /// The first command that echo_follows may give a nonce of its own (besides the last):
