@@ -197,7 +197,9 @@ public:
     /// the whole batch by one command timeout, each value by `max`, and the replies
     /// together by redis_options::batch_max_bytes, a key's read alone after a redirection
     /// too (the one that passes it may pass it by one value): the keys whose replies come
-    /// after it answer `error` with remote_error::too_large. Never throws.
+    /// after it, and those after the exchange's last check before it that its replies are
+    /// in step (redis_connection::echo_every), answer `error` with remote_error::too_large.
+    /// Never throws.
     void read_many(std::vector<key> const& keys, std::size_t max,
                    std::vector<std::pair<read_result, std::string>>& out) noexcept {
         try {
