@@ -87,8 +87,8 @@ public:
 
     /// Sends the commands in one write, the first preceded by an `ECHO <nonce>` (a nonce
     /// new for each exchange) and the last followed by one, as is every 16th where the
-    /// byte bound may stop the exchange (echo_follows), and reads as many replies, each of at most
-    /// `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
+    /// byte bound may stop the exchange (echo_follows), and reads as many replies, each of
+    /// at most `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
     /// read); `replies` gets those of the commands, in order. A command's reply is taken
     /// only when the first reply and the first after it that is not a command's are the
     /// nonce (or, where the server refuses ECHO, the same error reply), none of the
@@ -123,12 +123,11 @@ public:
             redis_reply_ptr first;
             if (auto e = read_reply(first, max_reply_bytes, deadline, arrays)) return fail(e);
             if (!is_nonce_or_refusal(first.get(), nonce)) return out_of_step(replies);
-            // Each command's reply, then ECHO's again, the same as the first (after ASKING,
-            // which only the next command may follow: after that one). A stray reply among
-            // them shifts the rest: the reply read as a command's is then the nonce, or the
-            // one read as the nonce is a command's. A command's reply is kept only once the
-            // nonce after it came, so that a batch stopped at its byte bound (too_large)
-            // answers none that a stray before it shifted.
+            // The commands' replies, and ECHO's again where echo_follows says, the same as
+            // the first. A stray reply among them shifts the rest: the reply read as a
+            // command's is then the nonce, or the one read as the nonce is a command's. A
+            // command's reply is kept only once a nonce after it came, so that a batch
+            // stopped at its byte bound (too_large) answers none that a stray shifted.
             std::vector<redis_reply_ptr> pending;
             for (std::size_t i = 0; i < commands.size() || (commands.empty() && i == 0); ++i) {
                 if (!commands.empty()) {
