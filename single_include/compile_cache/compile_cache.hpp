@@ -3992,6 +3992,7 @@ BOOST_SERIALIZATION_REGISTER_ARCHIVE(compile_cache::detail::bounded_text_iarchiv
 #include <boost/math/special_functions/nonfinite_num_facets.hpp>
 #include <boost/version.hpp>
 
+#include <cfloat>
 #include <climits>
 #include <cstring>
 
@@ -4005,7 +4006,11 @@ std::string archive_abi() {
     std::memcpy(&first, &probe, 1);
     return "s" + std::to_string(sizeof(short)) + "i" + std::to_string(sizeof(int)) + "l" +
            std::to_string(sizeof(long)) + "ll" + std::to_string(sizeof(long long)) + "f" +
-           std::to_string(sizeof(float)) + "d" + std::to_string(sizeof(double)) + "p" +
+           std::to_string(sizeof(float)) + "d" + std::to_string(sizeof(double)) +
+           // long double's size and format (its mantissa's digits: x87's 64, binary128's 113,
+           // double's 53), and wchar_t's size: a binary archive holds them as raw bytes.
+           "ld" + std::to_string(sizeof(long double)) + "m" + std::to_string(LDBL_MANT_DIG) + "w" +
+           std::to_string(sizeof(wchar_t)) + "p" +
            std::to_string(sizeof(void*)) + "c" + std::to_string(CHAR_BIT) + (first == 1 ? "le" : "be");
 }
 

@@ -15,9 +15,10 @@ namespace compile_cache {
 ///   `redis://[[user][:password]@]host[:port][/db]`   one server (port 6379, db 0 by default)
 ///   `unix:///path/to/redis.sock`                      one server on a Unix socket
 ///   `redis+cluster://[[user][:password]@]host:port[,host:port...]`   seed nodes of a cluster
-/// A host may be a bracketed IPv6 address (`[::1]:6379`). The credentials end at the
-/// last `@`, so a password may hold `@`, `:`, `?` and `/` as they are; `%XX` in them is
-/// percent-decoded (as redis-cli does), and a `%` that encodes nothing is itself.
+/// A scheme may be written in any case (`REDIS://`). A host may be a bracketed IPv6
+/// address (`[::1]:6379`). The credentials end at the last `@`, so a password may hold
+/// `@`, `:`, `?` and `/` as they are; `%XX` in them is percent-decoded (as redis-cli
+/// does), and a `%` that encodes nothing is itself.
 struct redis_address {
     enum class kind { server, unix_socket, cluster };
     struct node {
@@ -161,8 +162,24 @@ struct redis_address {
         return out + std::string(rest);
     }
 
+    /// Whether `url` begins with one of the schemes parse() reads (`redis://`,
+    /// `redis+cluster://`, `unix://`), in any case (a scheme is case-insensitive, RFC 3986
+    /// 3.1): the URLs that are a Redis address's, parsed or not.
+    static bool is_redis_url(std::string_view url) noexcept {
+        return starts_with(url, "redis://") || starts_with(url, "redis+cluster://") || starts_with(url, "unix://");
+    }
+
 private:
-    static bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+    /// Whether `s` begins with `p` (a lower-case scheme), ASCII letters in any case.
+    static bool starts_with(std::string_view s, std::string_view p) noexcept {
+        if (s.size() < p.size()) return false;
+        for (std::size_t i = 0; i < p.size(); ++i) {
+            char c = s[i];
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+            if (c != p[i]) return false;
+        }
+        return true;
+    }
     static int hex_digit(char c) {
         if (c >= '0' && c <= '9') return c - '0';
         if (c >= 'a' && c <= 'f') return c - 'a' + 10;

@@ -31,7 +31,8 @@ struct redis_options {
     std::uint64_t listing_max_calls = std::uint64_t{1} << 20; ///< with COUNT 1000: a billion names
     std::chrono::milliseconds listing_timeout{std::chrono::minutes(10)};
     /// A batch read (redis_storage::read_many) takes at most this many bytes of replies
-    /// into memory in all; the keys whose replies come after are answered as errors.
+    /// into memory in all; the keys whose replies come after are answered as errors (and
+    /// up to 15 before them: see redis_storage::read_many).
     std::size_t batch_max_bytes = std::size_t(256) << 20;
 };
 

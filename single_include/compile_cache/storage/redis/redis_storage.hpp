@@ -191,12 +191,9 @@ public:
     redis_storage& operator=(redis_storage&&) noexcept = default;
 
     /// Whether `url` is a Redis address's (`redis://`, `redis+cluster://`, `unix://`): the
-    /// schemes that select this storage among a program's remotes (remote_by_url).
-    static bool handles_url(std::string_view url) noexcept {
-        for (std::string_view scheme : {"redis://", "redis+cluster://", "unix://"})
-            if (url.substr(0, scheme.size()) == scheme) return true;
-        return false;
-    }
+    /// schemes that select this storage among a program's remotes (remote_by_url), in any
+    /// case (`REDIS://`, as a scheme is case-insensitive).
+    static bool handles_url(std::string_view url) noexcept { return redis_address::is_redis_url(url); }
 
     /// The earlier form, for a host that calls it: the new one, with the settings the reader
     /// stands for (see detail::settings_reader_access::settings_of).
@@ -279,7 +276,9 @@ public:
     /// the whole batch by one command timeout, each value by `max`, and the replies
     /// together by redis_options::batch_max_bytes, a key's read alone after a redirection
     /// too (the one that passes it may pass it by one value): the keys whose replies come
-    /// after it answer `error` with remote_error::too_large. Never throws.
+    /// after it, and those after the exchange's last check before it that its replies are
+    /// in step (redis_connection::echo_every), answer `error` with remote_error::too_large.
+    /// Never throws.
     void read_many(std::vector<key> const& keys, std::size_t max,
                    std::vector<std::pair<read_result, std::string>>& out) noexcept {
         try {

@@ -113,6 +113,10 @@ public:
     /// (it answered MOVED or ASK): every call fails as remote_error::cluster_node.
     bool serves_some_keys_only() const noexcept { return cluster_member.load(std::memory_order_relaxed); }
 
+    /// The most bytes a CLUSTER SLOTS reply may take: one range per slot (a cluster whose
+    /// slots were moved one by one), each naming a master and two replicas, fits (about
+    /// 250 bytes a range); a longer reply is `protocol`, and no node tells the map.
+    static constexpr std::size_t cluster_slots_reply_bytes = std::size_t(4) << 20;
     /// How long a cluster node that failed is not called.
     static constexpr std::chrono::milliseconds node_rest{1000};
     /// The most nodes a client knows (seeds and those a slot map names); a slot map
@@ -371,7 +375,7 @@ public:
             auto const now = redis_clock::now();
             if (now >= deadline) break;
             auto const until = k + 1 == order.size() ? deadline : now + (deadline - now) / 2;
-            call c = exchange_on(index, {"CLUSTER", "SLOTS"}, std::size_t(1) << 20, until, false, true);
+            call c = exchange_on(index, {"CLUSTER", "SLOTS"}, cluster_slots_reply_bytes, until, false, true);
             if (c.error) {
                 why = c.error;
                 text = last_failure().text;

@@ -83,20 +83,23 @@ public:
         context_ = nullptr;
     }
 
-    /// Sends the commands in one write, between two `ECHO <nonce>` (a nonce new for each
-    /// exchange), and reads as many replies, each of at most `max_reply_bytes` on the wire
-    /// (a longer one is `protocol`, and no more of it is read); `replies` gets those of the
-    /// commands, in order. The exchange is in step only when the first reply and the last
-    /// are the nonce (or, where the server refuses ECHO, the same error reply both) and no
-    /// byte follows the last: anything else is `protocol`, the connection closed, `replies`
-    /// empty. Connects first when needed, within `connect_timeout` and the deadline.
+    /// Sends the commands in one write, the first preceded by an `ECHO <nonce>` (a nonce
+    /// new for each exchange) and the last followed by one, as is every 16th where the
+    /// byte bound may stop the exchange (echo_follows), and reads as many replies, each of
+    /// at most `max_reply_bytes` on the wire (a longer one is `protocol`, and no more of it is
+    /// read); `replies` gets those of the commands, in order. A command's reply is taken
+    /// only when the first reply and the first after it that is not a command's are the
+    /// nonce (or, where the server refuses ECHO, the same error reply), none of the
+    /// commands' is, and no byte follows the last: anything else is `protocol`, the
+    /// connection closed, `replies` empty. Connects first when needed, within
+    /// `connect_timeout` and the deadline.
     /// Arrays are accepted only when `arrays` is set, and only while the elements a reply's
     /// arrays announce together fit in `max_reply_bytes` (max_array_elements; past it the
     /// reply is `protocol`, refused before hiredis allocates them). An error reply is
     /// returned as a reply (type REDIS_REPLY_ERROR), not as an error. All replies together
     /// take at most `max_total_bytes` on the wire: past it the exchange stops as
     /// `too_large` (the connection closed), `replies` holding those of the commands read
-    /// before, each whole, after the first nonce. On any other failure `replies` is empty.
+    /// before it that a nonce read followed. On any other failure `replies` is empty.
     std::error_code exchange(std::vector<redis_command> const& commands, std::vector<redis_reply_ptr>& replies,
                              std::size_t max_reply_bytes, redis_clock::time_point deadline,
                              std::chrono::milliseconds connect_timeout, bool arrays = false,
@@ -104,6 +107,7 @@ public:
         replies.clear();
         total_taken_ = 0;
         max_total_bytes_ = max_total_bytes;
+        echo_from_ = first_echoed(max_reply_bytes, max_total_bytes);
         try {
             if (context_ && generation_ != fork_generation()) close(); // the parent's socket
             if (context_)
@@ -117,26 +121,34 @@ public:
             redis_reply_ptr first;
             if (auto e = read_reply(first, max_reply_bytes, deadline, arrays)) return fail(e);
             if (!is_nonce_or_refusal(first.get(), nonce)) return out_of_step(replies);
-            for (std::size_t i = 0; i < commands.size(); ++i) {
-                redis_reply_ptr reply;
-                if (auto e = read_reply(reply, max_reply_bytes, deadline, arrays)) {
+            // The commands' replies, and ECHO's again where echo_follows says, the same as
+            // the first. A stray reply among them shifts the rest: the reply read as a
+            // command's is then the nonce, or the one read as the nonce is a command's. A
+            // command's reply is kept only once a nonce after it came, so that a batch
+            // stopped at its byte bound (too_large) answers none that a stray shifted.
+            std::vector<redis_reply_ptr> pending;
+            for (std::size_t i = 0; i < commands.size() || (commands.empty() && i == 0); ++i) {
+                if (!commands.empty()) {
+                    redis_reply_ptr reply;
+                    if (auto e = read_reply(reply, max_reply_bytes, deadline, arrays)) {
+                        if (e != remote_error::too_large) replies.clear();
+                        return fail(e);
+                    }
+                    if (is_nonce(reply.get(), nonce)) return out_of_step(replies);
+                    pending.push_back(std::move(reply));
+                    if (!echo_follows(commands, i)) continue;
+                }
+                redis_reply_ptr after;
+                if (auto e = read_reply(after, max_reply_bytes, deadline, arrays)) {
                     if (e != remote_error::too_large) replies.clear();
                     return fail(e);
                 }
-                // Our nonce among the commands' replies: they are shifted.
-                if (is_nonce(reply.get(), nonce)) return out_of_step(replies);
-                replies.push_back(std::move(reply));
+                if (!same_reply(after.get(), first.get())) return out_of_step(replies);
+                for (auto& reply : pending) replies.push_back(std::move(reply));
+                pending.clear();
             }
-            // The last reply: ECHO's again, the same as the first. A stray reply among the
-            // others shifted them, and this one is a command's; bytes after it answer no
-            // command. Either way every reply could be another command's.
-            redis_reply_ptr last;
-            if (auto e = read_reply(last, max_reply_bytes, deadline, arrays)) {
-                if (e != remote_error::too_large) replies.clear();
-                return fail(e);
-            }
-            if (!same_reply(last.get(), first.get()) || context_->reader->len > context_->reader->pos)
-                return out_of_step(replies);
+            // Bytes after the last nonce answer no command.
+            if (context_->reader->len > context_->reader->pos) return out_of_step(replies);
             return {};
         } catch (...) {
             replies.clear();
@@ -344,7 +356,34 @@ private:
         out += "\r\n";
     }
 
-    /// Sends `commands` in one write; with a `nonce`, between two `ECHO nonce`.
+    /// How often an exchange that its byte bound may stop checks that it is in step: an
+    /// `ECHO nonce` after every echo_every-th command (echo_follows). A stop answers the
+    /// replies up to the last of them, and fails the others (at most echo_every - 1 more).
+    static constexpr std::size_t echo_every = 16;
+
+    /// Whether the exchange's `ECHO nonce` follows `commands[i]`: after the last command;
+    /// and, in an exchange that its byte bound may stop (too_large keeps the replies read
+    /// before it), after every echo_every-th command from echo_from_ on (those whose replies
+    /// may reach half of the bound) but ASKING, whose flag only the next command may use.
+    bool echo_follows(std::vector<redis_command> const& commands, std::size_t i) const noexcept {
+        if (i + 1 == commands.size()) return true;
+        return i >= echo_from_ && (i + 1) % echo_every == 0 &&
+               (commands[i].empty() || commands[i].front() != "ASKING");
+    }
+
+    /// The first command that echo_follows may give a nonce of its own (besides the last):
+    /// none when the replies are not bounded together; else the first whose reply, with
+    /// all those before it at `max_reply_bytes` each, may pass half of `max_total_bytes`.
+    /// (Only where the nonces stand matters for what a stop keeps, never for its truth:
+    /// a stop before the first kept nothing.)
+    static std::size_t first_echoed(std::size_t max_reply_bytes, std::size_t max_total_bytes) noexcept {
+        if (max_total_bytes == std::numeric_limits<std::size_t>::max()) return std::numeric_limits<std::size_t>::max();
+        std::size_t const k = max_total_bytes / 2 / std::max<std::size_t>(max_reply_bytes, 1);
+        return k == 0 ? 0 : k - 1;
+    }
+
+    /// Sends `commands` in one write; with a `nonce`, each followed by `ECHO nonce` (but
+    /// as echo_follows says) and the first preceded by one (two when there is no command).
     std::error_code send_commands(std::vector<redis_command> const& commands, redis_clock::time_point deadline,
                                   std::string_view nonce = {}) {
         // The small parts (headers, short arguments) are copied into one buffer; long
@@ -377,8 +416,11 @@ private:
         };
         redis_command const echo{"ECHO", nonce};
         if (!nonce.empty()) append(echo);
-        for (auto const& command : commands) append(command);
-        if (!nonce.empty()) append(echo);
+        for (std::size_t i = 0; i < commands.size(); ++i) {
+            append(commands[i]);
+            if (!nonce.empty() && echo_follows(commands, i)) append(echo);
+        }
+        if (!nonce.empty() && commands.empty()) append(echo);
         flush_small();
         std::vector<iovec> iov;
         iov.reserve(pieces.size());
@@ -533,6 +575,7 @@ private:
     std::chrono::microseconds receive_slice_{0}; ///< the socket's SO_RCVTIMEO; 0: every wait polls
     std::size_t total_taken_ = 0; ///< bytes the current exchange received
     std::size_t max_total_bytes_ = std::numeric_limits<std::size_t>::max();
+    std::size_t echo_from_ = std::numeric_limits<std::size_t>::max(); ///< (echo_follows; set per exchange)
     std::string error_text_;
     array_bound array_bound_; ///< the table and state of every context's reader (bound_arrays)
 };
