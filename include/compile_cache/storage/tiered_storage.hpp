@@ -10,6 +10,7 @@
 #include <compile_cache/detail/config.hpp>
 #include <compile_cache/detail/detection.hpp>
 #include <compile_cache/detail/fork_handlers.hpp>
+#include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/detail/thread_without_signals.hpp>
 
 #include <compile_cache/identity_record.hpp>

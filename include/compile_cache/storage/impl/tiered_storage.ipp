@@ -26,14 +26,18 @@ struct tier_worker_registry {
 };
 COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
-    static tier_worker_registry* const registry = [] {
-        auto* r = new tier_worker_registry;
+    // made_once, not a static's guard, which a child forked while another thread made the
+    // registry would find held for ever. Two threads meeting at the first use may each
+    // install the handlers (the second install does nothing) and at_exit (which a second
+    // run finds done).
+    static std::atomic<tier_worker_registry*> registry{nullptr};
+    return made_once(registry, [] {
+        auto r = std::make_unique<tier_worker_registry>();
         (void)install_fork_handlers(fork_stage::tier_workers, {&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
                                                                &tier_worker::after_fork_in_child});
         (void)std::atexit(&tier_worker::at_exit);
         return r;
-    }();
-    return *registry;
+    });
 }
 
 tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,
