@@ -17,6 +17,10 @@
 #                     with EXPECT_TOOL, the installed compile-cache must then report
 #                     the consumer's cache: one entry, one store, three hits (two
 #                     runs, each loading it back once more)
+#                     then the install is moved, and find_package_components/ asks it
+#                     for components: those installed are found there, and a missing
+#                     one (hidden library, not installed, unknown name) fails with the
+#                     one sentence that says which and why
 #   pkg_config        the same staged install, then the compiler with the flags of
 #                     `pkg-config --cflags --libs compile_cache` (and, for the
 #                     optional storages, compile_cache_redis and compile_cache_sqlite)
@@ -232,5 +236,52 @@ if(MODE STREQUAL "find_package" AND EXPECT_TOOL)
     endif()
   endforeach()
   message(STATUS "consumer ${MODE}: the installed compile-cache reports the consumer's entry and counters")
+endif()
+if(MODE STREQUAL "find_package")
+  # The components, asked of the install moved elsewhere (its files name no absolute
+  # prefix): one found, and each way of not finding one said in one sentence naming it.
+  file(RENAME ${WORK_DIR}/prefix ${WORK_DIR}/moved)
+  set(components_dir ${here}/find_package_components)
+  function(expect_components_refused components sentence)
+    execute_process(COMMAND ${CMAKE_COMMAND} -S ${components_dir} -B ${WORK_DIR}/components
+                            -DCMAKE_CXX_COMPILER=${CXX} -DCMAKE_PREFIX_PATH=${WORK_DIR}/moved
+                            -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF "-DCOMPONENTS=${components}"
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    string(REGEX REPLACE "[ \n]+" " " said "${err}") # CMake wraps the reason
+    string(STRIP "${said}" said)
+    string(FIND "${said}|" "Reason given by package: compile_cache: ${sentence}|" at) # the reason, and nothing more
+    if(rc EQUAL 0 OR at EQUAL -1)
+      message(FATAL_ERROR "consumer ${MODE}: find_package(compile_cache COMPONENTS ${components}) "
+                          "did not fail with `${sentence}` (${rc}):\n${out}\n${err}")
+    endif()
+  endfunction()
+  # hiredis hidden from pkg-config (first, in a fresh build folder: pkg-config's results are cached)
+  set(ENV{PKG_CONFIG_LIBDIR} ${WORK_DIR}/no_pkgconfig)
+  if(EXPECT_REDIS)
+    expect_components_refused(redis
+      "component redis needs hiredis, which pkg-config does not find (install libhiredis-dev and pkg-config)")
+  else()
+    expect_components_refused(redis "component redis was not installed: this compile_cache was built without \
+hiredis (install libhiredis-dev, then build and install compile_cache again)")
+  endif()
+  unset(ENV{PKG_CONFIG_LIBDIR})
+  expect_components_refused("bogus"
+    "there is no component bogus (the components: redis sqlite http signing zstd)")
+  set(installed)
+  foreach(component redis sqlite http zstd)
+    string(TOUPPER ${component} upper)
+    if(EXPECT_${upper})
+      list(APPEND installed ${component})
+    endif()
+  endforeach()
+  run(${CMAKE_COMMAND} -S ${components_dir} -B ${WORK_DIR}/components "-DCOMPONENTS=${installed}")
+  string(FIND "${run_output}" "compile_cache headers: ${WORK_DIR}/moved/include\n" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "consumer ${MODE}: the moved install does not name its own headers:\n${run_output}")
+  endif()
+  file(REMOVE ${WORK_DIR}/moved/share/cmake/compile_cache/compile_cache_zstdTargets.cmake)
+  expect_components_refused("zstd" "component zstd was not installed: this compile_cache was built without \
+libzstd (install libzstd-dev, then build and install compile_cache again)")
+  message(STATUS "consumer ${MODE}: the moved install finds its components, and says which is missing and why")
 endif()
 file(REMOVE_RECURSE ${WORK_DIR})
