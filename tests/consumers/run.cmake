@@ -130,25 +130,27 @@ elseif(MODE STREQUAL "pkg_config")
 elseif(MODE STREQUAL "add_subdirectory" OR MODE STREQUAL "fetchcontent")
   build_project(${here}/${MODE})
 elseif(MODE STREQUAL "single_header")
+  # A host's strict warnings (the headers are on -I, not a system path) see nothing of ours.
+  set(strict -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror)
   set(program ${WORK_DIR}/consumer)
-  run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+  run(${CXX} -std=c++${CXX_STANDARD} ${strict} -I${SOURCE_DIR}/single_include
       ${here}/consumer.cpp -o ${program} -lboost_serialization)
   # The optional headers beside it, each with the library the README names.
   file(MAKE_DIRECTORY ${WORK_DIR}/build)
   if(EXPECT_REDIS)
-    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+    run(${CXX} -std=c++${CXX_STANDARD} ${strict} -I${SOURCE_DIR}/single_include
         ${here}/redis_consumer.cpp -o ${WORK_DIR}/build/redis_consumer -lboost_serialization -lhiredis)
   endif()
   if(EXPECT_SQLITE)
-    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+    run(${CXX} -std=c++${CXX_STANDARD} ${strict} -I${SOURCE_DIR}/single_include
         ${here}/sqlite_consumer.cpp -o ${WORK_DIR}/build/sqlite_consumer -lboost_serialization -lsqlite3)
   endif()
   if(EXPECT_HTTP)
-    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+    run(${CXX} -std=c++${CXX_STANDARD} ${strict} -I${SOURCE_DIR}/single_include
         ${here}/http_consumer.cpp -o ${WORK_DIR}/build/http_consumer -lboost_serialization -lcurl)
   endif()
   if(EXPECT_ZSTD)
-    run(${CXX} -std=c++${CXX_STANDARD} -Wall -Wextra -Werror -I${SOURCE_DIR}/single_include
+    run(${CXX} -std=c++${CXX_STANDARD} ${strict} -I${SOURCE_DIR}/single_include
         ${here}/zstd_consumer.cpp -o ${WORK_DIR}/build/zstd_consumer -lboost_serialization -lzstd)
   endif()
 else()
