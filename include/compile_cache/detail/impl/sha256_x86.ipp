@@ -28,13 +28,17 @@ bool sha256_x86_supported() noexcept {
 }
 
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_rnds2(__m128i cdgh, __m128i abef, __m128i wk) noexcept {
-    return (__m128i)__builtin_ia32_sha256rnds2((__v4si)cdgh, (__v4si)abef, (__v4si)wk);
+    return reinterpret_cast<__m128i>(__builtin_ia32_sha256rnds2(reinterpret_cast<__v4si>(cdgh),
+                                                                reinterpret_cast<__v4si>(abef),
+                                                                reinterpret_cast<__v4si>(wk)));
 }
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg1(__m128i a, __m128i b) noexcept {
-    return (__m128i)__builtin_ia32_sha256msg1((__v4si)a, (__v4si)b);
+    return reinterpret_cast<__m128i>(
+        __builtin_ia32_sha256msg1(reinterpret_cast<__v4si>(a), reinterpret_cast<__v4si>(b)));
 }
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg2(__m128i a, __m128i b) noexcept {
-    return (__m128i)__builtin_ia32_sha256msg2((__v4si)a, (__v4si)b);
+    return reinterpret_cast<__m128i>(
+        __builtin_ia32_sha256msg2(reinterpret_cast<__v4si>(a), reinterpret_cast<__v4si>(b)));
 }
 
 /// Four rounds: W[t..t+3] + K[t..t+3], two rounds from the low half, two from the high.
