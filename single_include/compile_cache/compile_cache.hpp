@@ -1122,13 +1122,17 @@ bool sha256_x86_supported() noexcept {
 }
 
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_rnds2(__m128i cdgh, __m128i abef, __m128i wk) noexcept {
-    return (__m128i)__builtin_ia32_sha256rnds2((__v4si)cdgh, (__v4si)abef, (__v4si)wk);
+    return reinterpret_cast<__m128i>(__builtin_ia32_sha256rnds2(reinterpret_cast<__v4si>(cdgh),
+                                                                reinterpret_cast<__v4si>(abef),
+                                                                reinterpret_cast<__v4si>(wk)));
 }
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg1(__m128i a, __m128i b) noexcept {
-    return (__m128i)__builtin_ia32_sha256msg1((__v4si)a, (__v4si)b);
+    return reinterpret_cast<__m128i>(
+        __builtin_ia32_sha256msg1(reinterpret_cast<__v4si>(a), reinterpret_cast<__v4si>(b)));
 }
 COMPILE_CACHE_SHANI_INLINE __m128i sha256_x86_msg2(__m128i a, __m128i b) noexcept {
-    return (__m128i)__builtin_ia32_sha256msg2((__v4si)a, (__v4si)b);
+    return reinterpret_cast<__m128i>(
+        __builtin_ia32_sha256msg2(reinterpret_cast<__v4si>(a), reinterpret_cast<__v4si>(b)));
 }
 
 /// Four rounds: W[t..t+3] + K[t..t+3], two rounds from the low half, two from the high.
@@ -6680,8 +6684,8 @@ concept Storage = detail::is_storage<S>::value;
 
 
 // ---- begin compile_cache/detail/fork_generation.hpp
-// compile_cache: how many times this process descends by fork from the one that first
-// asked, counted by a pthread_atfork handler rather than a system call per question.
+// compile_cache: how many times this process descends by fork from the program as it
+// started, counted by a pthread_atfork handler rather than a system call per question.
 
 #include <pthread.h>
 
@@ -6696,16 +6700,17 @@ inline std::atomic<unsigned>& fork_generation_counter() noexcept {
 }
 inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
 
-/// How many times this process is a forked child of a process that had called this (0 in
-/// that one). What a process keeps in memory that a forked child must not use as its own
-/// (a held batch, a descriptor, a socket, a lock) is tagged with the number when made, and
-/// started afresh where the number differs. The first call registers the handler, so
-/// state made after it is tagged right; a load, where glibc's getpid is a system call.
-inline unsigned fork_generation() noexcept {
-    static bool const registered = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
-    (void)registered;
-    return fork_generation_counter().load(std::memory_order_relaxed);
-}
+/// The handler, registered as the program (or a library that includes this header)
+/// starts, single-threaded: registered at a first call instead, under a static's guard, a
+/// child forked by another thread meanwhile would wait on that guard for ever at its own
+/// first call (docs/design.md, "Forks").
+inline bool const fork_generation_counted = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+
+/// How many times this process is a forked child (0 in the program as it started). What
+/// a process keeps in memory that a forked child must not use as its own (a held batch, a
+/// descriptor, a socket, a lock) is tagged with the number when made, and started afresh
+/// where the number differs. A load, where glibc's getpid is a system call.
+inline unsigned fork_generation() noexcept { return fork_generation_counter().load(std::memory_order_relaxed); }
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/fork_generation.hpp
@@ -17517,14 +17522,18 @@ struct tier_worker_registry {
 };
 COMPILE_CACHE_DECL tier_worker_registry& the_tier_worker_registry() noexcept;
 tier_worker_registry& the_tier_worker_registry() noexcept {
-    static tier_worker_registry* const registry = [] {
-        auto* r = new tier_worker_registry;
+    // made_once, not a static's guard, which a child forked while another thread made the
+    // registry would find held for ever. Two threads meeting at the first use may each
+    // install the handlers (the second install does nothing) and at_exit (which a second
+    // run finds done).
+    static std::atomic<tier_worker_registry*> registry{nullptr};
+    return made_once(registry, [] {
+        auto r = std::make_unique<tier_worker_registry>();
         (void)install_fork_handlers(fork_stage::tier_workers, {&tier_worker::before_fork, &tier_worker::after_fork_in_parent,
                                                                &tier_worker::after_fork_in_child});
         (void)std::atexit(&tier_worker::at_exit);
         return r;
-    }();
-    return *registry;
+    });
 }
 
 tier_worker::tier_worker(std::size_t max_bytes, std::chrono::milliseconds drain, runner run, dropper drop,

@@ -131,7 +131,7 @@ elseif(MODE STREQUAL "add_subdirectory" OR MODE STREQUAL "fetchcontent")
   build_project(${here}/${MODE})
 elseif(MODE STREQUAL "single_header")
   # A host's strict warnings (the headers are on -I, not a system path) see nothing of ours.
-  set(strict -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Werror)
+  set(strict -Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wold-style-cast -Werror)
   set(program ${WORK_DIR}/consumer)
   run(${CXX} -std=c++${CXX_STANDARD} ${strict} -I${SOURCE_DIR}/single_include
       ${here}/consumer.cpp -o ${program} -lboost_serialization)
