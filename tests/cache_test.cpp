@@ -11,6 +11,8 @@
 
 #include <compile_cache/cache.hpp>
 #include <compile_cache/default_cache.hpp>
+#include <compile_cache/detail/fork_list.hpp>
+#include <compile_cache/detail/fork_shared_mutex.hpp>
 #include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/storage/memory_storage.hpp>
 #include <compile_cache/storage/null_storage.hpp>
@@ -1129,6 +1131,66 @@ TEST_CASE("a child forked while other threads only read a memory storage and a r
     // Readers change nothing: a fork among them leaves both usable in the child.
     INFO("children that could not use them: " << failed << " of " << forks);
     CHECK(failed == 0);
+}
+
+namespace {
+struct listed_object {
+    cc::detail::fork_list_links<listed_object> fork_links;
+};
+} // namespace
+
+TEST_CASE("a fork list held by a thread of an ancestor process is taken over in the child, its list forgotten",
+          "[fork][processes]") {
+    // A list whose handlers are not installed: as one whose installing was under way when
+    // the fork came, so that its lock stays held in the child with no holder there.
+    static cc::detail::fork_list<listed_object> list;
+    listed_object before, after;
+    REQUIRE(list.link(before));
+    REQUIRE(list.lock(std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+    pid_t const pid = ::fork();
+    if (pid == 0) {
+        ::alarm(5);
+        auto const start = std::chrono::steady_clock::now();
+        bool ok = list.link(after) && list.current(after) && !list.current(before); // at once, not past its bound
+        list.unlink(before); // (not in the child's list: nothing to wait for, nothing changed)
+        ok = ok && list.head() == &after && list.current(after);
+        list.unlink(after);
+        ok = ok && list.head() == nullptr && std::chrono::steady_clock::now() - start < std::chrono::seconds(1);
+        ::_exit(ok ? 0 : 1);
+    }
+    list.unlock();
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(describe_status(status) == "exit 0");
+    CHECK(list.current(before)); // the parent's list is as it was
+    list.unlink(before);
+}
+
+TEST_CASE("a child forked while the reader-writer locks' list was held loses what was made before it",
+          "[storage][resolver][fork][processes]") {
+    cc::memory_storage s;
+    cc::key const k = cc::key_builder<>().add("ir", "listed").finish().value();
+    REQUIRE(!s.write(k, "old"));
+    // Held, as by a thread making or destroying one when the fork comes: the fork's
+    // prepare cannot take it within its bound, and the child cannot trust the list.
+    auto& list = cc::detail::the_fork_shared_mutex_list();
+    REQUIRE(list.lock(std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+    pid_t const pid = ::fork();
+    if (pid == 0) {
+        ::alarm(5);
+        std::string out;
+        bool ok = s.read(k, out, 100).status == cc::read_status::absent &&
+                  s.write(k, "child") == std::make_error_code(std::errc::state_not_recoverable);
+        cc::memory_storage fresh; // one made in the child works
+        ok = ok && !fresh.write(k, "child") && fresh.read(k, out, 100).status == cc::read_status::found;
+        ::_exit(ok ? 0 : 1);
+    }
+    list.unlock();
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(describe_status(status) == "exit 0");
+    std::string out;
+    CHECK(s.read(k, out, 100).status == cc::read_status::found);
 }
 
 TEST_CASE("the first memory storage a process makes needs no memory: no abort when there is none",

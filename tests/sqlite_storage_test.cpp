@@ -615,6 +615,44 @@ TEST_CASE("a forked child's stores are kept, made before and after its parent's 
     }
 }
 
+TEST_CASE("a child forked while the storages' fork list was held uses none of them, made before or in it",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    cc::sqlite_storage open_one(file), closed_one(file);
+    REQUIRE(!open_one.write(conformance_key(32, 0), conformance_value(32, 0)));
+    REQUIRE(!closed_one.write(conformance_key(32, 1), conformance_value(32, 1)));
+    pid_t pid = ::fork(); // (a fork closes both connections)
+    if (pid == 0) ::_exit(0);
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(!open_one.write(conformance_key(32, 2), conformance_value(32, 2))); // open again; closed_one's is not
+    // Held, as by a thread making or destroying a storage when the fork comes: the fork's
+    // prepare closes no connection, and the child cannot tell which are the parent's.
+    auto& list = cc::detail::sqlite_impl::the_fork_registry();
+    REQUIRE(list.lock(std::chrono::steady_clock::now() + std::chrono::seconds(1)));
+    pid = ::fork();
+    if (pid == 0) {
+        ::alarm(20);
+        bool ok = static_cast<bool>(closed_one.write(conformance_key(32, 3), "child")) &&
+                  static_cast<bool>(open_one.write(conformance_key(32, 4), "child"));
+        cc::sqlite_storage made_here(file);
+        ok = ok && static_cast<bool>(made_here.write(conformance_key(32, 5), "child"));
+        ::_exit(ok ? 0 : 1);
+    }
+    list.unlock();
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    std::string out;
+    CHECK(!closed_one.write(conformance_key(32, 6), conformance_value(32, 6))); // the parent's work on
+    for (std::uint32_t i : {0u, 1u, 2u, 6u}) {
+        INFO(i);
+        CHECK(open_one.read(conformance_key(32, i), out, 1 << 20).status == cc::read_status::found);
+    }
+    CHECK(open_one.read(conformance_key(32, 3), out, 1 << 20).status == cc::read_status::absent);
+}
+
 TEST_CASE("a child forked while another thread waited on the file's lock in a store answers within a bound",
           "[sqlite][processes]") {
     temp_dir dir;

@@ -2,6 +2,7 @@
 // kind's fork handlers walk.
 #pragma once
 
+#include <compile_cache/detail/fork_generation.hpp>
 #include <compile_cache/detail/fork_handlers.hpp>
 
 #include <atomic>
@@ -26,6 +27,9 @@ struct fork_list_links {
 /// while another thread made it would find held for ever; it is usable at exit and in a
 /// fork's handlers. Its lock is held only to link, to unlink, and through a fork (taken
 /// in the prepare handler, within that handler's bound); every wait for it is bounded.
+/// The lock names its holder's process by fork_generation(): one found held by a thread of
+/// an ancestor (a fork that ran none of this list's handlers: they were being installed)
+/// is taken over, and the list, which that thread may have left half changed, forgotten.
 template <class T>
 class fork_list {
 public:
@@ -48,14 +52,21 @@ public:
 
     /// Takes the lock by `until` at the latest (else false).
     bool lock(clock::time_point until) noexcept {
+        unsigned const mine = fork_generation() + 1; // (0: not held)
         for (int spins = 0;; ++spins) {
-            if (!locked_.exchange(true, std::memory_order_acquire)) return true;
+            unsigned held_by = 0;
+            if (locked_.compare_exchange_strong(held_by, mine, std::memory_order_acquire)) return true;
+            if (held_by != mine) { // held in an ancestor process only
+                if (!locked_.compare_exchange_strong(held_by, mine, std::memory_order_acquire)) continue;
+                forget_members();
+                return true;
+            }
             if (spins < 64) continue;
             if (clock::now() >= until) return false;
             ::usleep(100);
         }
     }
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+    void unlock() noexcept { locked_.store(0, std::memory_order_release); }
 
     /// Links `t`; false (and not linked) when the lock could not be had within link_wait.
     bool link(T& t) noexcept {
@@ -65,7 +76,7 @@ public:
         l.next = head_;
         if (head_) head_->fork_links.prev = &t;
         head_ = &t;
-        l.generation = generation_;
+        l.generation = generation_.load(std::memory_order_relaxed);
         l.linked = true;
         unlock();
         return true;
@@ -79,7 +90,7 @@ public:
         if (!l.linked) return;
         while (!lock(clock::now() + link_wait)) {
         }
-        if (l.generation == generation_) {
+        if (l.generation == generation_.load(std::memory_order_relaxed)) {
             if (l.prev) l.prev->fork_links.next = l.next;
             else head_ = l.next;
             if (l.next) l.next->fork_links.prev = l.prev;
@@ -91,7 +102,7 @@ public:
     /// Whether `t` is in this list's current generation (false in a child whose fork
     /// could not take the list: see forget_all).
     bool current(T const& t) const noexcept {
-        return t.fork_links.linked && t.fork_links.generation == generation_;
+        return t.fork_links.linked && t.fork_links.generation == generation_.load(std::memory_order_relaxed);
     }
 
     /// The first one linked, then `t->fork_links.next`; only while holding the lock.
@@ -101,8 +112,7 @@ public:
     /// forgets every one linked, which stay out of it for their life, and frees the lock.
     /// Only in the child's fork handler, while the child has one thread.
     void forget_all() noexcept {
-        head_ = nullptr;
-        ++generation_;
+        forget_members();
         unlock();
     }
 
@@ -110,10 +120,15 @@ public:
     bool held_for_fork = false;
 
 private:
-    std::atomic<bool> locked_{false};
+    void forget_members() noexcept {
+        head_ = nullptr;
+        generation_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    std::atomic<unsigned> locked_{0}; ///< 0, or the holder's fork_generation() + 1
     std::atomic<int> installed_{0}; ///< 0 not yet, 1 under way, 2 done, 3 failed
     T* head_ = nullptr;
-    unsigned generation_ = 0;
+    std::atomic<unsigned> generation_{0}; ///< (read by current() on any thread)
 };
 
 } // namespace compile_cache::detail

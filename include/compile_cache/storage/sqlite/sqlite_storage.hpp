@@ -868,7 +868,11 @@ private:
             state_->unusable_after_fork = true;
             detail::sqlite_impl::parent_connection_open() = true;
         }
-        return !state_->unusable_after_fork;
+        // Nor in a process where this storage is out of the fork list (a child whose fork
+        // could not take the list, or ran none of its handlers): its connection, or
+        // another's, may be the parent's.
+        return !state_->unusable_after_fork && !detail::sqlite_impl::parent_connection_open() &&
+               detail::sqlite_impl::the_fork_registry().current(*state_);
     }
 
     void report(std::string const& line) const noexcept {
