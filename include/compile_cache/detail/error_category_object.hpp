@@ -16,10 +16,17 @@ union error_category_holder {
     ~error_category_holder() {}
 };
 
-template <class Category>
+// (Checked by the compilers: a Category whose construction is not a constant expression
+// is an error, not an object made at start-up.)
 #if defined(__clang__)
-[[clang::require_constant_initialization]]
+#define COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED [[clang::require_constant_initialization]]
+#elif defined(__GNUC__) && __GNUC__ >= 10
+#define COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED __constinit
+#else
+#define COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED
 #endif
-inline error_category_holder<Category> error_category_object;
+template <class Category>
+COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED inline error_category_holder<Category> error_category_object;
+#undef COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED
 
 } // namespace compile_cache::detail

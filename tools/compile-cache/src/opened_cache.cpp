@@ -9,6 +9,7 @@
 #include <compile_cache/storage/directory/directory_layout.hpp>
 #include <compile_cache/storage/directory/directory_storage.hpp>
 #include <compile_cache/storage/http/http_address.hpp>
+#include <compile_cache/storage/redis/redis_address.hpp>
 #if defined(COMPILE_CACHE_TOOL_WITH_SQLITE)
 #include <compile_cache/storage/sqlite/sqlite_storage.hpp>
 #endif
@@ -62,8 +63,7 @@ cache_kind kind_of(std::string const& arg, std::string& location) {
         location = arg.substr(7);
         return cache_kind::sqlite;
     }
-    for (char const* scheme : {"redis://", "redis+cluster://", "unix://"})
-        if (arg.rfind(scheme, 0) == 0) return cache_kind::redis;
+    if (compile_cache::redis_address::is_redis_url(arg)) return cache_kind::redis; // (a scheme in any case)
     if (compile_cache::http_address::is_http_url(arg)) return cache_kind::http;
     return is_sqlite_file(arg) ? cache_kind::sqlite : cache_kind::directory;
 }

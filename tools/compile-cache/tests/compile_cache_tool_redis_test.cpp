@@ -39,6 +39,11 @@ TEST_CASE("compile-cache on a Redis server lists, shows, verifies and clears the
     REQUIRE_EXIT(stats, 0);
     CHECK(json_query(stats.out, "(d['storage'], d['entries'], d['identity_records'], d['newest_use'] is not None)") ==
           "('" + url + " (namespace " + ns + ")', 3, 3, True)");
+    // A scheme in capitals names the same server, as it does in PREFIX_REMOTE (not the
+    // directory "REDIS:").
+    process_result const capitals = tool({"stats", "REDIS" + url.substr(5), "--namespace", ns, "--json"});
+    REQUIRE_EXIT(capitals, 0);
+    CHECK(json_query(capitals.out, "d['entries']") == "3");
     process_result const listed = tool({"list", url, "--namespace=" + ns, "--json"});
     REQUIRE_EXIT(listed, 0);
     CHECK(json_query(listed.out, "sorted((e['name'], e['status'], e['origin_line']) for e in d['entries'])") ==
