@@ -26,6 +26,7 @@
 #include <grp.h>
 #include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -562,4 +563,43 @@ TEST_CASE("directory claims: a directory with a claim's name is no claim for a w
     CHECK(a.state == cc::claim_state::none);
     CHECK_FALSE(a.took_over);
     CHECK(fs::is_directory(path));
+}
+
+TEST_CASE("directory claims: a store that failed midway through its claim file leaves no tail in a later store's "
+          "entry",
+          "[storage][claims]") {
+    // The first store of the claimed key writes into the claim file and stops at a file
+    // size limit (as on a full disk): part of its bytes stay in the claim file. A second
+    // store of the key under the same claim, with fewer bytes, must give an entry of
+    // exactly those bytes, not those bytes followed by the first store's tail.
+    temp_dir dir;
+    std::string const out = compile_cache_test::run_in_child([&] {
+        std::signal(SIGXFSZ, SIG_IGN);
+        cc::directory_storage s((dir.path() / "cache").string());
+        cc::key const k = dc_key("tail");
+        if (s.try_claim(k, {}).state != cc::claim_state::claimed) return std::string("not claimed");
+        struct rlimit saved {};
+        ::getrlimit(RLIMIT_FSIZE, &saved);
+        struct rlimit limit = saved;
+        limit.rlim_cur = 4096;
+        if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return std::string("skip: setrlimit");
+        std::error_code const first = s.write(k, std::string(10000, 'a'));
+        ::setrlimit(RLIMIT_FSIZE, &saved);
+        std::string const second_bytes(1000, 'b');
+        std::error_code const second = s.write(k, second_bytes);
+        std::string read;
+        cc::read_result const r = s.read(k, read, 1 << 20);
+        s.release_claim(k);
+        return std::string(first ? "first failed" : "first stored") + (second ? ", second failed" : ", second stored") +
+               (r.status == cc::read_status::found && read == second_bytes ? ", entry exact"
+                                                                             : ", entry of " +
+                                                                                   std::to_string(read.size()) +
+                                                                                   " bytes") +
+               (dc_claims_under(dir.path()).empty() ? "" : ", a claim left");
+    });
+    if (out.rfind("skip:", 0) == 0) {
+        WARN("the file size limit could not be set (" << out << "); not run");
+        return;
+    }
+    CHECK(out == "first failed, second stored, entry exact");
 }

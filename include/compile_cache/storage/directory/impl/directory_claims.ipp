@@ -522,6 +522,10 @@ bool directory_storage::write_through_claim(key const& k, std::string_view bytes
         // Still our claim (not taken over by another process meanwhile)?
         struct ::stat own {};
         if (!impl::still_this_file(claim, path.c_str(), own)) return false;
+        // Never longer than the bytes: an earlier store through it that stopped midway (a
+        // full disk, a file size limit) left its bytes there, whose tail this shorter
+        // write would keep in the entry.
+        if (own.st_size < 0 || static_cast<std::uint64_t>(own.st_size) > bytes.size()) return false;
         // The entry's bytes over the owner text, from offset 0. A waiter that reads the
         // claim meanwhile sees the owner text, a mix, or the entry's bytes: any of them
         // names this live process or none (then the claim's age decides, by the file's
