@@ -630,6 +630,46 @@ TEST_CASE("a full disk: stores are counted failures, values returned, one diagno
         check_failed_stores(out, 30);
         CHECK(out.find("File too large") != std::string::npos);
     }
+    // SIGXFSZ left at its default action, as in most hosts: a write past the limit would
+    // end the process, so none is made.
+    SECTION("a file size limit with SIGXFSZ at its default action: entries over it") {
+        fs::path const root = dir.path() / "cache";
+        std::string const out = run_in_child([&] {
+            std::signal(SIGXFSZ, SIG_DFL);
+            struct rlimit limit {};
+            ::getrlimit(RLIMIT_FSIZE, &limit);
+            limit.rlim_cur = 8192;
+            if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return std::string("skip: setrlimit");
+            std::string const stored = store_many(root, 100, 30, 20000);
+            // The same through a claim, whose file a store writes the entry into.
+            cc::directory_storage s(root.string());
+            cc::key const k = key_of(1000).value();
+            bool const claimed = s.try_claim(k, {}).state == cc::claim_state::claimed;
+            std::error_code const through = s.write(k, std::string(20000, 'x'));
+            s.release_claim(k);
+            return stored + (claimed ? " claimed" : " not claimed") + " through=" + through.message();
+        });
+        check_failed_stores(out, 30);
+        CHECK(out.find("File too large") != std::string::npos);
+        CHECK(out.find("claimed through=File too large") != std::string::npos);
+    }
+    SECTION("a file size limit with SIGXFSZ at its default action: under the size ledger's") {
+        fs::path const root = dir.path() / "cache";
+        std::string const out = run_in_child([&] {
+            std::signal(SIGXFSZ, SIG_DFL);
+            struct rlimit limit {};
+            ::getrlimit(RLIMIT_FSIZE, &limit);
+            limit.rlim_cur = 2048; // the entries fit, the ledger (4 KiB) does not
+            if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return std::string("skip: setrlimit");
+            return store_many(root, 100, 10, 500);
+        });
+        INFO(out);
+        REQUIRE(out.find("skip:") == std::string::npos);
+        CHECK(field(out, "right") == 10);
+        CHECK(field(out, "stores") == 10);
+        CHECK(field(out, "failures") == 0);
+        CHECK(field(out, "temps") == 0);
+    }
     SECTION("a small tmpfs (ENOSPC)") {
         fs::path const mnt = dir.path() / "mnt";
         fs::create_directory(mnt);

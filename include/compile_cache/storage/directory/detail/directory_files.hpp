@@ -187,7 +187,18 @@ inline void set_made_folder_mode(char const* path, unsigned mode) noexcept {
 /// made at least one folder.
 COMPILE_CACHE_DECL int make_directories(std::string& path, unsigned mode, int exact_umask, bool& created) noexcept;
 
-/// Writes all of `bytes`, through partial writes and interruptions. Returns 0 or errno.
+/// The process's file size limit (RLIMIT_FSIZE) in bytes; the largest std::uint64_t when
+/// there is none.
+COMPILE_CACHE_DECL std::uint64_t file_size_limit() noexcept;
+
+/// EFBIG when a file that ends `end` bytes in would pass the process's file size limit
+/// (RLIMIT_FSIZE), else 0. No write is made past it: one would raise SIGXFSZ, whose
+/// default action ends the host.
+COMPILE_CACHE_DECL int beyond_file_size_limit(std::uint64_t end) noexcept;
+
+/// Writes all of `bytes` at the file offset, through partial writes and interruptions.
+/// Returns 0 or errno; EFBIG, with nothing written, when they would pass the file size
+/// limit (beyond_file_size_limit).
 COMPILE_CACHE_DECL int write_all(int fd, char const* p, std::size_t left) noexcept;
 
 inline int fsync_fd(int fd) noexcept {
@@ -314,6 +325,8 @@ inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
 /// ledger; false (slots all zero: a fresh ledger) otherwise.
 COMPILE_CACHE_DECL bool read_ledger(int fd, ledger_slots& slots) noexcept;
 
+/// Writes all of `p[0, n)` at `offset`: true, or false with errno (EFBIG, with nothing
+/// written, past the file size limit: beyond_file_size_limit).
 COMPILE_CACHE_DECL bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept;
 
 /// Writes the whole ledger (one pwrite of 4 KiB).

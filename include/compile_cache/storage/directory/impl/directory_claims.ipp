@@ -390,7 +390,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 impl::lock_claim_file(fd); // (released when the claim file is closed: by the store, the release, or an end)
                 if (options_.umask >= 0) (void)::fchmod(fd, mode);
                 std::size_t done = 0;
-                while (done < text.size()) {
+                // (Past the file size limit no byte is written: SIGXFSZ would end the host.)
+                bool const fits = detail::directory_storage_impl::beyond_file_size_limit(text.size()) == 0;
+                while (fits && done < text.size()) {
                     ssize_t const n = ::write(fd, text.data() + done, text.size() - done);
                     if (n < 0 && errno == EINTR) continue;
                     if (n <= 0) break;

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #if COMPILE_CACHE_LINUX_CALLS
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -134,7 +136,23 @@ int make_directories(std::string& path, unsigned mode, int exact_umask, bool& cr
     return 0;
 }
 
+std::uint64_t file_size_limit() noexcept {
+    struct rlimit limit {};
+    if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(limit.rlim_cur);
+}
+
+int beyond_file_size_limit(std::uint64_t end) noexcept { return end > file_size_limit() ? EFBIG : 0; }
+
 int write_all(int fd, char const* p, std::size_t left) noexcept {
+    if (left > 0) {
+        std::uint64_t const limit = file_size_limit();
+        if (limit != std::numeric_limits<std::uint64_t>::max()) { // (the offset asked only then)
+            off_t const at = ::lseek(fd, 0, SEEK_CUR);
+            if (static_cast<std::uint64_t>(at > 0 ? at : 0) + left > limit) return EFBIG;
+        }
+    }
     while (left > 0) {
         ssize_t const r = retry_on_eintr([&] { return ::write(fd, p, left); });
         if (r < 0) return errno;
@@ -196,6 +214,11 @@ bool read_ledger(int fd, ledger_slots& slots) noexcept {
 }
 
 bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
+    if (n > 0)
+        if (int const e = beyond_file_size_limit(static_cast<std::uint64_t>(offset) + n)) {
+            errno = e;
+            return false;
+        }
     while (n > 0) {
         ssize_t const r = retry_on_eintr([&] { return ::pwrite(fd, p, n, static_cast<off_t>(offset)); });
         if (r <= 0) return false;
