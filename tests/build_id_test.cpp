@@ -5,6 +5,7 @@
 #include "support/posix.hpp"
 #include "support/process.hpp"
 
+#include <compile_cache/default_cache.hpp>
 #include <compile_cache/detail/build_id.hpp>
 #include <compile_cache/key/builder.hpp>
 #include <compile_cache/key/toolchain.hpp>
@@ -461,6 +462,43 @@ TEST_CASE("toolchain::of_code names each module once, and another code generator
     CHECK(key_of(by_library) != key_of(by_program));
     CHECK(key_of(by_library) == key_of(cc::toolchain::of_code({library}, "host 1.0", "boost_binary 19")));
 }
+
+#if defined(COMPILE_CACHE_CODEGEN_MODULE_A) && defined(COMPILE_CACHE_CODEGEN_MODULE_B)
+TEST_CASE("make_key_builder called in a shared library names it: another build of it misses",
+          "[build-id]") {
+    // Two builds of one code generator, a shared library (a Python extension, a plugin), under one
+    // main program and one host version string. The first is loaded as a library the program
+    // links to is (global: the second's calls to the inline functions they share go to it).
+    compile_cache_test::temp_dir dir;
+    void* const a = ::dlopen(COMPILE_CACHE_CODEGEN_MODULE_A, RTLD_NOW | RTLD_GLOBAL);
+    void* const b = ::dlopen(COMPILE_CACHE_CODEGEN_MODULE_B, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(a != nullptr);
+    REQUIRE(b != nullptr);
+    using codegen = void (*)(char const*, char*, std::size_t);
+    auto const by_a = reinterpret_cast<codegen>(::dlsym(a, "compile_cache_test_codegen"));
+    auto const by_b = reinterpret_cast<codegen>(::dlsym(b, "compile_cache_test_codegen"));
+    REQUIRE(by_a != nullptr);
+    REQUIRE(by_b != nullptr);
+    char made[64];
+    by_a(dir.path().c_str(), made, sizeof made);
+    CHECK(std::string(made) == "codegen A");
+    by_b(dir.path().c_str(), made, sizeof made);
+    CHECK(std::string(made) == "codegen B"); // (was "codegen A": B loaded what A compiled)
+    by_a(dir.path().c_str(), made, sizeof made);
+    CHECK(std::string(made) == "codegen A");
+    ::dlclose(b);
+    ::dlclose(a);
+
+    // Called from the main program, the key is what it was: the main program names the compiler.
+    cc::default_cache cache{cc::directory_storage(dir.path().string())};
+    CHECK(cache.make_key_builder("codegen 1.0").add("ir", "k").finish().value() ==
+          cc::key_builder<>()
+              .add("toolchain", cc::toolchain::current("codegen 1.0", cc::default_cache::format_id()))
+              .add("ir", "k")
+              .finish()
+              .value());
+}
+#endif
 
 TEST_CASE("toolchain::of_code with an address in no loaded module identifies the host as current() does",
           "[build-id]") {

@@ -474,10 +474,17 @@ public:
     /// format, the compiler, Boost and the archive format, the ABI, the host's
     /// version string and its build-id.
     /// The toolchain component is described and hashed once per host version string,
-    /// not once per kernel.
-    key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
+    /// not once per kernel. Called from a shared library (a Python extension, a plugin),
+    /// the host's build-id names that library too: it is then the compiler, and another
+    /// build of it under the same program and version string is another key. (Module-local:
+    /// each module calls its own copy, so the library named is the caller's.)
+    COMPILE_CACHE_MODULE_LOCAL key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
-        state_->toolchain.add_to(kb, host_version, format_id());
+        try {
+            state_->toolchain.add_to(kb, host_version, format_id(), detail::calling_module_identity());
+        } catch (...) { // (an allocation that failed: a bypass, never the host's exception)
+            kb.fail("the toolchain component could not be described");
+        }
         return kb;
     }
 

@@ -5,7 +5,10 @@
 
 #include <compile_cache/detail/config.hpp>
 
+#include <compile_cache/detail/build_id.hpp>
+#include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/key/builder.hpp>
+#include <compile_cache/key/detail/executable_digest.hpp>
 #include <compile_cache/key/key.hpp>
 #include <compile_cache/key/toolchain.hpp>
 
@@ -18,6 +21,22 @@
 #include <vector>
 
 namespace compile_cache::detail {
+
+/// What identifies the module (a shared library) whose code calls it, when that is not the
+/// main program: its module_identity (build-id, or its file's content); empty for the main
+/// program, and where modules cannot be listed. Made once per module: the function and its
+/// slot are module-local, so each library has its own, never another's (an unloaded
+/// library's few bytes stay allocated). Throws only what allocation throws.
+template <class = void>
+COMPILE_CACHE_MODULE_LOCAL std::string const& calling_module_identity() {
+    static std::atomic<std::string const*> slot{nullptr};
+    return made_once(slot, [] {
+        void const* const here = code_address(&calling_module_identity<>);
+        loaded_module const m = module_containing(here);
+        return std::make_unique<std::string const>(
+            m.found && !m.main_program ? module_identity({here}, &sha256_content_digests) : std::string());
+    });
+}
 
 /// The toolchain component one cache adds to its keys (basic_cache::make_key_builder).
 /// Thread-safe, and without a lock: each host version's description is kept, once made,
@@ -39,11 +58,16 @@ public:
     }
 
     /// Adds the toolchain component of `host_version` and the serializer's `format_id`
-    /// to `kb`; fails `kb` when it cannot be described.
-    void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id) {
-        described const* d = find(host_version);
+    /// to `kb`; fails `kb` when it cannot be described. `module` identifies the shared
+    /// library that calls (calling_module_identity: empty for the main program); when
+    /// there is one, it is the compiler as much as the main program is, and the host
+    /// build-id names both.
+    void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id,
+                std::string const& module = {}) {
+        described const* d = find(host_version, module);
         if (d == nullptr) {
-            toolchain const t = toolchain::current(host_version, format_id);
+            toolchain t = toolchain::current(host_version, format_id);
+            if (!module.empty()) t.host_build_id += " " + module;
             key_builder<Hasher> once;
             once.add("toolchain", t);
             key_result r = once.finish();
@@ -61,7 +85,7 @@ public:
                 .add("toolchain: host version", t.host_version)
                 .add("toolchain: host build-id", t.host_build_id);
             auto made = std::make_unique<described>(
-                described{host_version, r.components().front(), parts.finish().components(), nullptr});
+                described{host_version, module, r.components().front(), parts.finish().components(), nullptr});
             d = keep(made); // (null: too many kept; this one is used once, and freed)
             kb.add_component((d != nullptr ? d : made.get())->digest);
             return;
@@ -95,15 +119,16 @@ public:
 private:
     struct described {
         std::string host;                  ///< the host version string it is for
+        std::string module;                ///< and the calling module (add_to)
         component_digest digest;           ///< the component, as a key has it
         std::vector<component_digest> parts; ///< digest's parts, one by one
         described const* next;             ///< the one kept before it
     };
 
-    // The description kept for `host`; null when none is.
-    described const* find(std::string const& host) const noexcept {
+    // The description kept for `host` and `module`; null when none is.
+    described const* find(std::string const& host, std::string const& module) const noexcept {
         for (described const* d = newest_.load(std::memory_order_acquire); d != nullptr; d = d->next)
-            if (d->host == host) return d;
+            if (d->host == host && d->module == module) return d;
         return nullptr;
     }
 
@@ -114,7 +139,7 @@ private:
         for (;;) {
             std::size_t kept = 0;
             for (described const* d = head; d != nullptr; d = d->next, ++kept)
-                if (d->host == made->host) return d;
+                if (d->host == made->host && d->module == made->module) return d;
             if (kept >= max_kept) return nullptr;
             made->next = head;
             if (newest_.compare_exchange_weak(head, made.get(), std::memory_order_acq_rel,
@@ -123,7 +148,7 @@ private:
         }
     }
 
-    /// At most this many host versions are kept (a host that gives ever new ones has
+    /// At most this many host versions (and calling modules) are kept (a host that gives ever new ones has
     /// the others described at each use).
     static constexpr std::size_t max_kept = 16;
 
