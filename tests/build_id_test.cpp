@@ -498,6 +498,38 @@ TEST_CASE("make_key_builder called in a shared library names it: another build o
               .finish()
               .value());
 }
+
+namespace {
+/// A type of the same name as the library's, in this translation unit's unnamed namespace.
+struct artifact {
+    std::string text;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & text;
+    }
+};
+} // namespace
+
+TEST_CASE("an artifact type in an unnamed namespace never loads another one of its name", "[build-id]") {
+    // Two translation units (here, the library's and this one) each with a type of their own
+    // named `artifact`, stored under one key: each is its own kind of entry.
+    compile_cache_test::temp_dir dir;
+    void* const a = ::dlopen(COMPILE_CACHE_CODEGEN_MODULE_A, RTLD_NOW | RTLD_LOCAL);
+    REQUIRE(a != nullptr);
+    auto const store = reinterpret_cast<void (*)(char const*)>(::dlsym(a, "compile_cache_test_codegen_store_artifact"));
+    REQUIRE(store != nullptr);
+    store(dir.path().c_str());
+    cc::default_cache cache{cc::directory_storage(dir.path().string())};
+    cc::key_result const k = cc::key_builder<>().add("ir", "k").finish();
+    auto const r = cache.get_or_compile<artifact>(k, {}, [] { return artifact{"this program's artifact"}; });
+    CHECK(r.value.text == "this program's artifact"); // (was the library's: the same typeid name)
+    CHECK(r.outcome == cc::outcome::compiled);
+    // Its own entries it loads.
+    cc::default_cache again{cc::directory_storage(dir.path().string())};
+    CHECK(again.get_or_compile<artifact>(k, {}, [] { return artifact{"compiled again"}; }).value.text ==
+          "this program's artifact");
+    ::dlclose(a);
+}
 #endif
 
 TEST_CASE("toolchain::of_code with an address in no loaded module identifies the host as current() does",

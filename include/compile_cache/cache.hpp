@@ -160,6 +160,22 @@ struct bind_self {
 };
 
 namespace detail {
+
+/// The name of an artifact type in its entries: typeid's name, which is that of every type of
+/// that name in an unnamed namespace, in any translation unit; for such a type, with " @"
+/// and where its type_info lies: its module's identity (module_identity) and the offset
+/// there, the same in every process that runs that build of the module (unknown where
+/// modules cannot be listed: the name alone then). Throws only what allocation throws.
+inline std::string artifact_type_name(std::type_info const& type) {
+    std::string name = type.name();
+    if (name.find("_GLOBAL__N_") == std::string::npos && name.find("`anonymous namespace'") == std::string::npos)
+        return name;
+    loaded_module const m = module_containing(&type);
+    if (!m.found) return name;
+    std::uintptr_t const offset = reinterpret_cast<std::uintptr_t>(&type) - m.base;
+    return name + " @" + module_identity({&type}, &sha256_content_digests) + "+" + std::to_string(offset);
+}
+
 template <class R, class T>
 using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
 template <class R, class T>
@@ -460,13 +476,14 @@ public:
     static std::string format_id() { return std::string(Serializer::format_id()); }
 
     /// The format an entry of `Artifact` is written in and must have to be loaded as one:
-    /// format_id() and the artifact's type (`;artifact=` and its `typeid` name), so that
+    /// format_id() and the artifact's type (`;artifact=` and its `typeid` name, and for a
+    /// type in an unnamed namespace where it lies: detail::artifact_type_name), so that
     /// an entry stored as one type is never loaded as another of the same shape under
     /// the same key (a `foreign_version` miss). Made once per type.
     template <class Artifact>
     static std::string const& entry_format_id() {
         static std::string const& id = *new std::string(detail::entry_format_id(Serializer::format_id(),
-                                                                                typeid(Artifact).name()));
+                                                                                detail::artifact_type_name(typeid(Artifact))));
         return id;
     }
 

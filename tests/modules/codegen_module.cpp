@@ -22,3 +22,23 @@ extern "C" void compile_cache_test_codegen(char const* directory, char* out, std
     std::strncpy(out, made.c_str(), size - 1);
     out[size - 1] = '\0';
 }
+
+namespace {
+/// What this library compiles, declared as a translation unit keeps its own types: in an
+/// unnamed namespace, whose name another translation unit's type has too.
+struct artifact {
+    std::string text;
+    template <class Archive>
+    void serialize(Archive& ar, unsigned) {
+        ar & text;
+    }
+};
+} // namespace
+
+/// Stores this library's `artifact` under the key of "k" alone (no toolchain) in the cache in
+/// `directory`, as a second kind of artifact under the key of the first would be.
+extern "C" void compile_cache_test_codegen_store_artifact(char const* directory) {
+    compile_cache::default_cache cache{compile_cache::directory_storage(directory)};
+    compile_cache::key_result const k = compile_cache::key_builder<>().add("ir", "k").finish();
+    (void)cache.get_or_compile<artifact>(k, {}, [] { return artifact{"this library's artifact"}; });
+}
