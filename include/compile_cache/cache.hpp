@@ -482,8 +482,8 @@ public:
     /// the same key (a `foreign_version` miss). Made once per type.
     template <class Artifact>
     static std::string const& entry_format_id() {
-        static std::string const& id = *new std::string(detail::entry_format_id(Serializer::format_id(),
-                                                                                detail::artifact_type_name(typeid(Artifact))));
+        static std::string const& id = *new std::string(
+            detail::entry_format_id(Serializer::format_id(), detail::artifact_type_name(typeid(Artifact))));
         return id;
     }
 
