@@ -89,6 +89,14 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #endif
 #endif
 
+// A function each module (the main program, each shared library) has its own copy of,
+// called within the module without going to another's: an ELF symbol of hidden visibility.
+#if defined(__GNUC__) && defined(__ELF__)
+#define COMPILE_CACHE_MODULE_LOCAL __attribute__((visibility("hidden")))
+#else
+#define COMPILE_CACHE_MODULE_LOCAL
+#endif
+
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
 // adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
 
@@ -3139,6 +3147,22 @@ std::string toolchain::compiler_id() {
 
 namespace compile_cache::detail {
 
+/// What identifies the module (a shared library) whose code calls it, when that is not the
+/// main program: its module_identity (build-id, or its file's content); empty for the main
+/// program, and where modules cannot be listed. Made once per module: the function and its
+/// slot are module-local, so each library has its own, never another's (an unloaded
+/// library's few bytes stay allocated). Throws only what allocation throws.
+template <class = void>
+COMPILE_CACHE_MODULE_LOCAL std::string const& calling_module_identity() {
+    static std::atomic<std::string const*> slot{nullptr};
+    return made_once(slot, [] {
+        void const* const here = code_address(&calling_module_identity<>);
+        loaded_module const m = module_containing(here);
+        return std::make_unique<std::string const>(
+            m.found && !m.main_program ? module_identity({here}, &sha256_content_digests) : std::string());
+    });
+}
+
 /// The toolchain component one cache adds to its keys (basic_cache::make_key_builder).
 /// Thread-safe, and without a lock: each host version's description is kept, once made,
 /// in a list that only grows (one entry per host version string the cache was given),
@@ -3159,11 +3183,16 @@ public:
     }
 
     /// Adds the toolchain component of `host_version` and the serializer's `format_id`
-    /// to `kb`; fails `kb` when it cannot be described.
-    void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id) {
-        described const* d = find(host_version);
+    /// to `kb`; fails `kb` when it cannot be described. `module` identifies the shared
+    /// library that calls (calling_module_identity: empty for the main program); when
+    /// there is one, it is the compiler as much as the main program is, and the host
+    /// build-id names both.
+    void add_to(key_builder<Hasher>& kb, std::string const& host_version, std::string const& format_id,
+                std::string const& module = {}) {
+        described const* d = find(host_version, module);
         if (d == nullptr) {
-            toolchain const t = toolchain::current(host_version, format_id);
+            toolchain t = toolchain::current(host_version, format_id);
+            if (!module.empty()) t.host_build_id += " " + module;
             key_builder<Hasher> once;
             once.add("toolchain", t);
             key_result r = once.finish();
@@ -3181,7 +3210,7 @@ public:
                 .add("toolchain: host version", t.host_version)
                 .add("toolchain: host build-id", t.host_build_id);
             auto made = std::make_unique<described>(
-                described{host_version, r.components().front(), parts.finish().components(), nullptr});
+                described{host_version, module, r.components().front(), parts.finish().components(), nullptr});
             d = keep(made); // (null: too many kept; this one is used once, and freed)
             kb.add_component((d != nullptr ? d : made.get())->digest);
             return;
@@ -3215,15 +3244,16 @@ public:
 private:
     struct described {
         std::string host;                  ///< the host version string it is for
+        std::string module;                ///< and the calling module (add_to)
         component_digest digest;           ///< the component, as a key has it
         std::vector<component_digest> parts; ///< digest's parts, one by one
         described const* next;             ///< the one kept before it
     };
 
-    // The description kept for `host`; null when none is.
-    described const* find(std::string const& host) const noexcept {
+    // The description kept for `host` and `module`; null when none is.
+    described const* find(std::string const& host, std::string const& module) const noexcept {
         for (described const* d = newest_.load(std::memory_order_acquire); d != nullptr; d = d->next)
-            if (d->host == host) return d;
+            if (d->host == host && d->module == module) return d;
         return nullptr;
     }
 
@@ -3234,7 +3264,7 @@ private:
         for (;;) {
             std::size_t kept = 0;
             for (described const* d = head; d != nullptr; d = d->next, ++kept)
-                if (d->host == made->host) return d;
+                if (d->host == made->host && d->module == made->module) return d;
             if (kept >= max_kept) return nullptr;
             made->next = head;
             if (newest_.compare_exchange_weak(head, made.get(), std::memory_order_acq_rel,
@@ -3243,7 +3273,7 @@ private:
         }
     }
 
-    /// At most this many host versions are kept (a host that gives ever new ones has
+    /// At most this many host versions (and calling modules) are kept (a host that gives ever new ones has
     /// the others described at each use).
     static constexpr std::size_t max_kept = 16;
 
@@ -4252,6 +4282,37 @@ bool install_fork_handlers(fork_stage stage, fork_handlers handlers) noexcept {
 // compile_cache: the list of the objects of one kind alive in the process, which that
 // kind's fork handlers walk.
 
+// ---- begin compile_cache/detail/fork_generation.hpp
+// compile_cache: how many times this process descends by fork from the program as it
+// started, counted by a pthread_atfork handler rather than a system call per question.
+
+#include <pthread.h>
+
+#include <atomic>
+
+namespace compile_cache::detail {
+
+/// The count, one per process (an inline function's static is one in a program).
+inline std::atomic<unsigned>& fork_generation_counter() noexcept {
+    static std::atomic<unsigned> generation{0};
+    return generation;
+}
+inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
+
+/// The handler, registered as the program (or a library that includes this header)
+/// starts, single-threaded: registered at a first call instead, under a static's guard, a
+/// child forked by another thread meanwhile would wait on that guard for ever at its own
+/// first call (docs/design.md, "Forks").
+inline bool const fork_generation_counted = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
+
+/// How many times this process is a forked child (0 in the program as it started). What
+/// a process keeps in memory that a forked child must not use as its own (a held batch, a
+/// descriptor, a socket, a lock) is tagged with the number when made, and started afresh
+/// where the number differs. A load, where glibc's getpid is a system call.
+inline unsigned fork_generation() noexcept { return fork_generation_counter().load(std::memory_order_relaxed); }
+
+} // namespace compile_cache::detail
+// ---- end compile_cache/detail/fork_generation.hpp
 
 #include <atomic>
 #include <chrono>
@@ -4275,6 +4336,9 @@ struct fork_list_links {
 /// while another thread made it would find held for ever; it is usable at exit and in a
 /// fork's handlers. Its lock is held only to link, to unlink, and through a fork (taken
 /// in the prepare handler, within that handler's bound); every wait for it is bounded.
+/// The lock names its holder's process by fork_generation(): one found held by a thread of
+/// an ancestor (a fork that ran none of this list's handlers: they were being installed)
+/// is taken over, and the list, which that thread may have left half changed, forgotten.
 template <class T>
 class fork_list {
 public:
@@ -4297,14 +4361,21 @@ public:
 
     /// Takes the lock by `until` at the latest (else false).
     bool lock(clock::time_point until) noexcept {
+        unsigned const mine = fork_generation() + 1; // (0: not held)
         for (int spins = 0;; ++spins) {
-            if (!locked_.exchange(true, std::memory_order_acquire)) return true;
+            unsigned held_by = 0;
+            if (locked_.compare_exchange_strong(held_by, mine, std::memory_order_acquire)) return true;
+            if (held_by != mine) { // held in an ancestor process only
+                if (!locked_.compare_exchange_strong(held_by, mine, std::memory_order_acquire)) continue;
+                forget_members();
+                return true;
+            }
             if (spins < 64) continue;
             if (clock::now() >= until) return false;
             ::usleep(100);
         }
     }
-    void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+    void unlock() noexcept { locked_.store(0, std::memory_order_release); }
 
     /// Links `t`; false (and not linked) when the lock could not be had within link_wait.
     bool link(T& t) noexcept {
@@ -4314,7 +4385,7 @@ public:
         l.next = head_;
         if (head_) head_->fork_links.prev = &t;
         head_ = &t;
-        l.generation = generation_;
+        l.generation = generation_.load(std::memory_order_relaxed);
         l.linked = true;
         unlock();
         return true;
@@ -4328,7 +4399,7 @@ public:
         if (!l.linked) return;
         while (!lock(clock::now() + link_wait)) {
         }
-        if (l.generation == generation_) {
+        if (l.generation == generation_.load(std::memory_order_relaxed)) {
             if (l.prev) l.prev->fork_links.next = l.next;
             else head_ = l.next;
             if (l.next) l.next->fork_links.prev = l.prev;
@@ -4340,7 +4411,7 @@ public:
     /// Whether `t` is in this list's current generation (false in a child whose fork
     /// could not take the list: see forget_all).
     bool current(T const& t) const noexcept {
-        return t.fork_links.linked && t.fork_links.generation == generation_;
+        return t.fork_links.linked && t.fork_links.generation == generation_.load(std::memory_order_relaxed);
     }
 
     /// The first one linked, then `t->fork_links.next`; only while holding the lock.
@@ -4350,8 +4421,7 @@ public:
     /// forgets every one linked, which stay out of it for their life, and frees the lock.
     /// Only in the child's fork handler, while the child has one thread.
     void forget_all() noexcept {
-        head_ = nullptr;
-        ++generation_;
+        forget_members();
         unlock();
     }
 
@@ -4359,10 +4429,15 @@ public:
     bool held_for_fork = false;
 
 private:
-    std::atomic<bool> locked_{false};
+    void forget_members() noexcept {
+        head_ = nullptr;
+        generation_.fetch_add(1, std::memory_order_relaxed);
+    }
+
+    std::atomic<unsigned> locked_{0}; ///< 0, or the holder's fork_generation() + 1
     std::atomic<int> installed_{0}; ///< 0 not yet, 1 under way, 2 done, 3 failed
     T* head_ = nullptr;
-    unsigned generation_ = 0;
+    std::atomic<unsigned> generation_{0}; ///< (read by current() on any thread)
 };
 
 } // namespace compile_cache::detail
@@ -6683,37 +6758,6 @@ concept Storage = detail::is_storage<S>::value;
 // interface.
 
 
-// ---- begin compile_cache/detail/fork_generation.hpp
-// compile_cache: how many times this process descends by fork from the program as it
-// started, counted by a pthread_atfork handler rather than a system call per question.
-
-#include <pthread.h>
-
-#include <atomic>
-
-namespace compile_cache::detail {
-
-/// The count, one per process (an inline function's static is one in a program).
-inline std::atomic<unsigned>& fork_generation_counter() noexcept {
-    static std::atomic<unsigned> generation{0};
-    return generation;
-}
-inline void count_fork_in_child() noexcept { fork_generation_counter().fetch_add(1, std::memory_order_relaxed); }
-
-/// The handler, registered as the program (or a library that includes this header)
-/// starts, single-threaded: registered at a first call instead, under a static's guard, a
-/// child forked by another thread meanwhile would wait on that guard for ever at its own
-/// first call (docs/design.md, "Forks").
-inline bool const fork_generation_counted = ::pthread_atfork(nullptr, nullptr, &count_fork_in_child) == 0;
-
-/// How many times this process is a forked child (0 in the program as it started). What
-/// a process keeps in memory that a forked child must not use as its own (a held batch, a
-/// descriptor, a socket, a lock) is tagged with the number when made, and started afresh
-/// where the number differs. A load, where glibc's getpid is a system call.
-inline unsigned fork_generation() noexcept { return fork_generation_counter().load(std::memory_order_relaxed); }
-
-} // namespace compile_cache::detail
-// ---- end compile_cache/detail/fork_generation.hpp
 
 #include <array>
 #include <atomic>
@@ -6889,7 +6933,18 @@ inline void set_made_folder_mode(char const* path, unsigned mode) noexcept {
 /// made at least one folder.
 COMPILE_CACHE_DECL int make_directories(std::string& path, unsigned mode, int exact_umask, bool& created) noexcept;
 
-/// Writes all of `bytes`, through partial writes and interruptions. Returns 0 or errno.
+/// The process's file size limit (RLIMIT_FSIZE) in bytes; the largest std::uint64_t when
+/// there is none.
+COMPILE_CACHE_DECL std::uint64_t file_size_limit() noexcept;
+
+/// EFBIG when a file that ends `end` bytes in would pass the process's file size limit
+/// (RLIMIT_FSIZE), else 0. No write is made past it: one would raise SIGXFSZ, whose
+/// default action ends the host.
+COMPILE_CACHE_DECL int beyond_file_size_limit(std::uint64_t end) noexcept;
+
+/// Writes all of `bytes` at the file offset, through partial writes and interruptions.
+/// Returns 0 or errno; EFBIG, with nothing written, when they would pass the file size
+/// limit (beyond_file_size_limit).
 COMPILE_CACHE_DECL int write_all(int fd, char const* p, std::size_t left) noexcept;
 
 inline int fsync_fd(int fd) noexcept {
@@ -7016,6 +7071,8 @@ inline bool recount_due(std::int64_t counted_at, std::int64_t now) noexcept {
 /// ledger; false (slots all zero: a fresh ledger) otherwise.
 COMPILE_CACHE_DECL bool read_ledger(int fd, ledger_slots& slots) noexcept;
 
+/// Writes all of `p[0, n)` at `offset`: true, or false with errno (EFBIG, with nothing
+/// written, past the file size limit: beyond_file_size_limit).
 COMPILE_CACHE_DECL bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept;
 
 /// Writes the whole ledger (one pwrite of 4 KiB).
@@ -7166,10 +7223,12 @@ private:
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #if COMPILE_CACHE_LINUX_CALLS
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -7295,7 +7354,23 @@ int make_directories(std::string& path, unsigned mode, int exact_umask, bool& cr
     return 0;
 }
 
+std::uint64_t file_size_limit() noexcept {
+    struct rlimit limit {};
+    if (::getrlimit(RLIMIT_FSIZE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY)
+        return std::numeric_limits<std::uint64_t>::max();
+    return static_cast<std::uint64_t>(limit.rlim_cur);
+}
+
+int beyond_file_size_limit(std::uint64_t end) noexcept { return end > file_size_limit() ? EFBIG : 0; }
+
 int write_all(int fd, char const* p, std::size_t left) noexcept {
+    if (left > 0) {
+        std::uint64_t const limit = file_size_limit();
+        if (limit != std::numeric_limits<std::uint64_t>::max()) { // (the offset asked only then)
+            off_t const at = ::lseek(fd, 0, SEEK_CUR);
+            if (static_cast<std::uint64_t>(at > 0 ? at : 0) + left > limit) return EFBIG;
+        }
+    }
     while (left > 0) {
         ssize_t const r = retry_on_eintr([&] { return ::write(fd, p, left); });
         if (r < 0) return errno;
@@ -7357,6 +7432,11 @@ bool read_ledger(int fd, ledger_slots& slots) noexcept {
 }
 
 bool pwrite_all(int fd, unsigned char const* p, std::size_t n, std::size_t offset) noexcept {
+    if (n > 0)
+        if (int const e = beyond_file_size_limit(static_cast<std::uint64_t>(offset) + n)) {
+            errno = e;
+            return false;
+        }
     while (n > 0) {
         ssize_t const r = retry_on_eintr([&] { return ::pwrite(fd, p, n, static_cast<off_t>(offset)); });
         if (r <= 0) return false;
@@ -8922,11 +9002,18 @@ union error_category_holder {
     ~error_category_holder() {}
 };
 
-template <class Category>
+// (Checked by the compilers: a Category whose construction is not a constant expression
+// is an error, not an object made at start-up.)
 #if defined(__clang__)
-[[clang::require_constant_initialization]]
+#define COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED [[clang::require_constant_initialization]]
+#elif defined(__GNUC__) && __GNUC__ >= 10
+#define COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED __constinit
+#else
+#define COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED
 #endif
-inline error_category_holder<Category> error_category_object;
+template <class Category>
+COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED inline error_category_holder<Category> error_category_object;
+#undef COMPILE_CACHE_DETAIL_CONSTANT_INITIALISED
 
 } // namespace compile_cache::detail
 // ---- end compile_cache/detail/error_category_object.hpp
@@ -13151,7 +13238,9 @@ claim_answer directory_storage::try_claim(key const& k, claim_request const& req
                 impl::lock_claim_file(fd); // (released when the claim file is closed: by the store, the release, or an end)
                 if (options_.umask >= 0) (void)::fchmod(fd, mode);
                 std::size_t done = 0;
-                while (done < text.size()) {
+                // (Past the file size limit no byte is written: SIGXFSZ would end the host.)
+                bool const fits = detail::directory_storage_impl::beyond_file_size_limit(text.size()) == 0;
+                while (fits && done < text.size()) {
                     ssize_t const n = ::write(fd, text.data() + done, text.size() - done);
                     if (n < 0 && errno == EINTR) continue;
                     if (n <= 0) break;
@@ -13283,6 +13372,10 @@ bool directory_storage::write_through_claim(key const& k, std::string_view bytes
         // Still our claim (not taken over by another process meanwhile)?
         struct ::stat own {};
         if (!impl::still_this_file(claim, path.c_str(), own)) return false;
+        // Never longer than the bytes: an earlier store through it that stopped midway (a
+        // full disk, a file size limit) left its bytes there, whose tail this shorter
+        // write would keep in the entry.
+        if (own.st_size < 0 || static_cast<std::uint64_t>(own.st_size) > bytes.size()) return false;
         // The entry's bytes over the owner text, from offset 0. A waiter that reads the
         // claim meanwhile sees the owner text, a mix, or the entry's bytes: any of them
         // names this live process or none (then the claim's age decides, by the file's
@@ -20769,6 +20862,22 @@ struct bind_self {
 };
 
 namespace detail {
+
+/// The name of an artifact type in its entries: typeid's name, which is that of every type of
+/// that name in an unnamed namespace, in any translation unit; for such a type, with " @"
+/// and where its type_info lies: its module's identity (module_identity) and the offset
+/// there, the same in every process that runs that build of the module (unknown where
+/// modules cannot be listed: the name alone then). Throws only what allocation throws.
+inline std::string artifact_type_name(std::type_info const& type) {
+    std::string name = type.name();
+    if (name.find("_GLOBAL__N_") == std::string::npos && name.find("`anonymous namespace'") == std::string::npos)
+        return name;
+    loaded_module const m = module_containing(&type);
+    if (!m.found) return name;
+    std::uintptr_t const offset = reinterpret_cast<std::uintptr_t>(&type) - m.base;
+    return name + " @" + module_identity({&type}, &sha256_content_digests) + "+" + std::to_string(offset);
+}
+
 template <class R, class T>
 using bind_t = decltype(std::declval<R&>().bind(std::declval<T const*>(), std::declval<key const&>()));
 template <class R, class T>
@@ -21069,13 +21178,14 @@ public:
     static std::string format_id() { return std::string(Serializer::format_id()); }
 
     /// The format an entry of `Artifact` is written in and must have to be loaded as one:
-    /// format_id() and the artifact's type (`;artifact=` and its `typeid` name), so that
+    /// format_id() and the artifact's type (`;artifact=` and its `typeid` name, and for a
+    /// type in an unnamed namespace where it lies: detail::artifact_type_name), so that
     /// an entry stored as one type is never loaded as another of the same shape under
     /// the same key (a `foreign_version` miss). Made once per type.
     template <class Artifact>
     static std::string const& entry_format_id() {
-        static std::string const& id = *new std::string(detail::entry_format_id(Serializer::format_id(),
-                                                                                typeid(Artifact).name()));
+        static std::string const& id = *new std::string(
+            detail::entry_format_id(Serializer::format_id(), detail::artifact_type_name(typeid(Artifact))));
         return id;
     }
 
@@ -21083,10 +21193,17 @@ public:
     /// format, the compiler, Boost and the archive format, the ABI, the host's
     /// version string and its build-id.
     /// The toolchain component is described and hashed once per host version string,
-    /// not once per kernel.
-    key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
+    /// not once per kernel. Called from a shared library (a Python extension, a plugin),
+    /// the host's build-id names that library too: it is then the compiler, and another
+    /// build of it under the same program and version string is another key. (Module-local:
+    /// each module calls its own copy, so the library named is the caller's.)
+    COMPILE_CACHE_MODULE_LOCAL key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
-        state_->toolchain.add_to(kb, host_version, format_id());
+        try {
+            state_->toolchain.add_to(kb, host_version, format_id(), detail::calling_module_identity());
+        } catch (...) { // (an allocation that failed: a bypass, never the host's exception)
+            kb.fail("the toolchain component could not be described");
+        }
         return kb;
     }
 

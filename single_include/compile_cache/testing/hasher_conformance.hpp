@@ -93,6 +93,14 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #endif
 #endif
 
+// A function each module (the main program, each shared library) has its own copy of,
+// called within the module without going to another's: an ELF symbol of hidden visibility.
+#if defined(__GNUC__) && defined(__ELF__)
+#define COMPILE_CACHE_MODULE_LOCAL __attribute__((visibility("hidden")))
+#else
+#define COMPILE_CACHE_MODULE_LOCAL
+#endif
+
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
 // adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
 

@@ -89,6 +89,14 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #endif
 #endif
 
+// A function each module (the main program, each shared library) has its own copy of,
+// called within the module without going to another's: an ELF symbol of hidden visibility.
+#if defined(__GNUC__) && defined(__ELF__)
+#define COMPILE_CACHE_MODULE_LOCAL __attribute__((visibility("hidden")))
+#else
+#define COMPILE_CACHE_MODULE_LOCAL
+#endif
+
 // RTTI is checked by detail/config_rtti.hpp, in the headers that need it: the LLVM
 // adapter's no-RTTI side (compile_cache/llvm/object_store.hpp, object_cache.hpp) does not.
 
@@ -229,9 +237,24 @@ inline bool http_host_is_loopback(std::string const& host) noexcept {
 /// Whether a connection to `host` (as http_address keeps it) reaches this machine's
 /// loopback: http_host_is_loopback, or an IPv4 address of 127.0.0.0/8 in a form that
 /// inet_aton reads and inet_pton does not (`127.1`, `0x7f.1`, `2130706433`), which libcurl
-/// and getaddrinfo read as such.
+/// and getaddrinfo read as such; or `localhost.`, or a name under `localhost` (RFC 6761,
+/// which libcurl resolves to the loopback address itself).
 inline bool http_host_reaches_loopback(std::string const& host) noexcept {
     if (http_host_is_loopback(host)) return true;
+    std::size_t end = host.size();
+    if (end != 0 && host[end - 1] == '.') --end; // (a fully qualified name)
+    static char const under[] = ".localhost";
+    std::size_t const n = sizeof under - 1;
+    if (end == n - 1 || end > n) {
+        std::size_t const from = end == n - 1 ? 1 : 0; // `localhost.` itself, or `NAME.localhost`
+        bool same = true;
+        for (std::size_t i = from; i < n; ++i) {
+            char c = host[end - n + i];
+            if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+            same = same && c == under[i];
+        }
+        if (same) return true;
+    }
     char text[64] = {};
     if (host.empty() || host.size() >= sizeof text) return false;
     std::memcpy(text, host.data(), host.size());
