@@ -31,7 +31,9 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -613,6 +615,32 @@ TEST_CASE("a forked child's stores are kept, made before and after its parent's 
         INFO(i);
         CHECK(again.read(conformance_key(30, i), out, 1 << 20).status == cc::read_status::found);
     }
+}
+
+TEST_CASE("a file size limit (ulimit -f): a store past it fails, the host is never ended by SIGXFSZ",
+          "[sqlite][processes]") {
+    temp_dir dir;
+    std::string const file = (dir.path() / "cache.db").string();
+    pid_t const pid = ::fork();
+    if (pid == 0) { // (a process of its own: the limit and the signal's default action are its)
+        ::alarm(20);
+        ::signal(SIGXFSZ, SIG_DFL);
+        rlimit r{};
+        ::getrlimit(RLIMIT_FSIZE, &r);
+        r.rlim_cur = 64 * 1024;
+        if (::setrlimit(RLIMIT_FSIZE, &r) != 0) ::_exit(2);
+        cc::sqlite_storage s(file);
+        bool ok = s.usable() && !s.write(conformance_key(33, 0), "small"); // within the limit
+        ok = ok && static_cast<bool>(s.write(conformance_key(33, 1), std::string(200 * 1024, 'x'))); // past it
+        std::string out;
+        ok = ok && s.read(conformance_key(33, 0), out, 1 << 20).status == cc::read_status::found && out == "small";
+        ::_exit(ok ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    INFO((WIFSIGNALED(status) ? "killed by signal " + std::to_string(WTERMSIG(status)) : "exited"));
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
 }
 
 TEST_CASE("a child forked while the storages' fork list was held uses none of them, made before or in it",
