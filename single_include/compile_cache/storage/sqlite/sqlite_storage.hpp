@@ -140,7 +140,9 @@ __asm__(".pushsection .rodata.compile_cache_header_only_mark,\"aG\",@progbits,co
 #include <vector>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -419,6 +421,42 @@ struct reset_guard {
     }
 };
 
+/// While alive, in a process with a file size limit (RLIMIT_FSIZE, `ulimit -f`), SIGXFSZ
+/// is blocked on this thread, and one that SQLite's writes raised meanwhile is taken at the
+/// end rather than delivered: a write past the limit fails (EFBIG), which SQLite reports as
+/// an error, where the signal at its default action would end the host. Nothing past one
+/// getrlimit without a limit; a SIGXFSZ the thread already blocked is left to it.
+class file_size_signal_shield {
+public:
+    file_size_signal_shield() noexcept {
+        rlimit r{};
+        if (::getrlimit(RLIMIT_FSIZE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return;
+        sigset_t x;
+        ::sigemptyset(&x);
+        ::sigaddset(&x, SIGXFSZ);
+        active_ = ::pthread_sigmask(SIG_BLOCK, &x, &before_) == 0;
+    }
+    file_size_signal_shield(file_size_signal_shield&& other) noexcept
+        : before_(other.before_), active_(std::exchange(other.active_, false)) {}
+    file_size_signal_shield& operator=(file_size_signal_shield&&) = delete;
+    ~file_size_signal_shield() {
+        if (!active_) return;
+        sigset_t x;
+        ::sigemptyset(&x);
+        ::sigaddset(&x, SIGXFSZ);
+        sigset_t pending;
+        if (!::sigismember(&before_, SIGXFSZ) && ::sigpending(&pending) == 0 && ::sigismember(&pending, SIGXFSZ)) {
+            timespec const none{};
+            (void)::sigtimedwait(&x, nullptr, &none);
+        }
+        (void)::pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+    }
+
+private:
+    sigset_t before_{};
+    bool active_ = false;
+};
+
 /// One connection and its prepared statements.
 struct connection {
     sqlite3* db = nullptr;
@@ -436,6 +474,7 @@ struct connection {
     std::array<statement*, 7> statements() noexcept { return {&select, &upsert, &erase, &touch, &total, &evict, &list}; }
 
     void close() noexcept {
+        file_size_signal_shield const shield; // (the last close checkpoints: it writes)
         for (statement* s : statements()) s->reset();
         if (db) sqlite3_close_v2(db);
         db = nullptr;
@@ -613,6 +652,7 @@ public:
             state_->path = std::move(path);
             state_->options = std::move(options);
             std::lock_guard<std::timed_mutex> lock(state_->mutex);
+            detail::sqlite_impl::file_size_signal_shield const shield;
             open_locked();
         } catch (...) { // (no memory: a storage that cannot work)
             if (state_) {
@@ -918,13 +958,20 @@ private:
         return std::min<std::chrono::milliseconds>(busy, std::chrono::hours(1)) * 3 + std::chrono::seconds(1);
     }
 
-    std::unique_lock<std::timed_mutex> lock_state() const noexcept {
-        std::unique_lock<std::timed_mutex> lock(state_->mutex, std::defer_lock);
+    /// The state's mutex, held (or not: false), and SIGXFSZ kept from the host meanwhile
+    /// (file_size_signal_shield: released after the mutex).
+    struct state_lock {
+        detail::sqlite_impl::file_size_signal_shield shield;
+        std::unique_lock<std::timed_mutex> lock;
+        explicit operator bool() const noexcept { return lock.owns_lock(); }
+    };
+    state_lock lock_state() const noexcept {
+        state_lock l{{}, std::unique_lock<std::timed_mutex>(state_->mutex, std::defer_lock)};
         try {
-            (void)lock.try_lock_for(lock_wait());
+            (void)l.lock.try_lock_for(lock_wait());
         } catch (...) { // (a system error: not taken)
         }
-        return lock;
+        return l;
     }
 
     /// Whether the file at the path is the one the connection has open (not one another
