@@ -10,6 +10,7 @@
 
 #include <compile_cache/detail/env.hpp>
 #include <compile_cache/detail/log.hpp>
+#include <compile_cache/detail/made_once.hpp>
 #include <compile_cache/detail/per_thread.hpp>
 #include <compile_cache/detail/record_identities_setting.hpp>
 #include <compile_cache/cache/compression.hpp>
@@ -42,6 +43,7 @@
 #include <compile_cache/verify.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -173,7 +175,7 @@ inline std::string artifact_type_name(std::type_info const& type) {
     loaded_module const m = module_containing(&type);
     if (!m.found) return name;
     std::uintptr_t const offset = reinterpret_cast<std::uintptr_t>(&type) - m.base;
-    return name + " @" + module_identity({&type}, &sha256_content_digests) + "+" + std::to_string(offset);
+    return name + " @" + module_code_identity(&type, &sha256_content_digests) + "+" + std::to_string(offset);
 }
 
 template <class R, class T>
@@ -482,9 +484,13 @@ public:
     /// the same key (a `foreign_version` miss). Made once per type.
     template <class Artifact>
     static std::string const& entry_format_id() {
-        static std::string const& id = *new std::string(
-            detail::entry_format_id(Serializer::format_id(), detail::artifact_type_name(typeid(Artifact))));
-        return id;
+        // (made_once: no static's guard, which a child forked while another thread made it,
+        // reading the module list, would find held for ever)
+        static std::atomic<std::string const*> id{nullptr};
+        return detail::made_once(id, [] {
+            return std::make_unique<std::string const>(
+                detail::entry_format_id(Serializer::format_id(), detail::artifact_type_name(typeid(Artifact))));
+        });
     }
 
     /// A key builder with the toolchain component already added: the library's
@@ -493,9 +499,11 @@ public:
     /// The toolchain component is described and hashed once per host version string,
     /// not once per kernel. Called from a shared library (a Python extension, a plugin),
     /// the host's build-id names that library too: it is then the compiler, and another
-    /// build of it under the same program and version string is another key. (Module-local:
-    /// each module calls its own copy, so the library named is the caller's.)
-    COMPILE_CACHE_MODULE_LOCAL key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
+    /// build of it under the same program and version string is another key. (Inlined into
+    /// its caller always, which calls its own module's detail::calling_module_identity: the
+    /// library named is the caller's. Called through a pointer to member, it names the
+    /// module holding the copy called.)
+    [[gnu::always_inline]] key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
         try {
             state_->toolchain.add_to(kb, host_version, format_id(), detail::calling_module_identity());

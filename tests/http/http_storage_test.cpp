@@ -1025,7 +1025,10 @@ TEST_CASE("a server on 127.0.0.1 or localhost is never reached through a proxy",
     std::string out;
     SECTION("http_proxy, to 127.0.0.1, localhost, names under it and short forms: this machine's entry") {
         compile_cache_test::env_var const http_proxy("http_proxy", proxy_url);
-        for (std::string const host : {"127.0.0.1", "localhost", "127.1", "2130706433", "cache.localhost"}) {
+        std::vector<std::string> hosts{"127.0.0.1", "localhost", "127.1", "2130706433"};
+        if (curl_version_info(CURLVERSION_NOW)->version_num >= 0x075500) // (libcurl resolves names under localhost)
+            hosts.push_back("cache.localhost");
+        for (std::string const& host : hosts) {
             o.url = "http://" + host + ":" + std::to_string(main_server().ports.at("plain")) + base;
             cc::http_storage s(o);
             cc::read_result const r = s.read(k, out, 1 << 20);

@@ -23,7 +23,7 @@
 namespace compile_cache::detail {
 
 /// What identifies the module (a shared library) whose code calls it, when that is not the
-/// main program: its module_identity (build-id, or its file's content); empty for the main
+/// main program: its module_code_identity (build-id, or its file's content); empty for the main
 /// program, and where modules cannot be listed. Made once per module: the function and its
 /// slot are module-local, so each library has its own, never another's (an unloaded
 /// library's few bytes stay allocated). Throws only what allocation throws.
@@ -34,7 +34,7 @@ COMPILE_CACHE_MODULE_LOCAL std::string const& calling_module_identity() {
         void const* const here = code_address(&calling_module_identity<>);
         loaded_module const m = module_containing(here);
         return std::make_unique<std::string const>(
-            m.found && !m.main_program ? module_identity({here}, &sha256_content_digests) : std::string());
+            m.found && !m.main_program ? module_code_identity(here, &sha256_content_digests) : std::string());
     });
 }
 
