@@ -2892,6 +2892,22 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
     return module_identity(addresses, digests.get());
 }
 
+/// What identifies the code of the one module containing `address`, as module_identity
+/// does, but without the path a library without a build-id is named with there: one build
+/// of a library is named alike wherever it is installed (a fleet's machines, a per-job
+/// directory), so that keys built on it are shared. Named for this process alone, as there,
+/// when its file cannot be read again (loaded by a relative path, the working directory
+/// changed since). Empty when no module contains it.
+inline std::string module_code_identity(void const* address, content_digests const* digests) {
+    loaded_module const m = module_containing(address);
+    if (!m.found) return {};
+    if (!m.build_id.empty() || m.main_program) return module_identity({address}, digests);
+    std::string id = library_file_identity(m, digests);
+    if (id.size() > m.path.size() && id.compare(0, m.path.size(), m.path) == 0 && id[m.path.size()] == ':')
+        id.erase(0, m.path.size() + 1);
+    return id;
+}
+
 /// The address of a function, for module_containing and module_identity (a function
 /// pointer is not a `void const*` in standard C++; it is on every platform that has
 /// dl_iterate_phdr).
@@ -3148,7 +3164,7 @@ std::string toolchain::compiler_id() {
 namespace compile_cache::detail {
 
 /// What identifies the module (a shared library) whose code calls it, when that is not the
-/// main program: its module_identity (build-id, or its file's content); empty for the main
+/// main program: its module_code_identity (build-id, or its file's content); empty for the main
 /// program, and where modules cannot be listed. Made once per module: the function and its
 /// slot are module-local, so each library has its own, never another's (an unloaded
 /// library's few bytes stay allocated). Throws only what allocation throws.
@@ -3159,7 +3175,7 @@ COMPILE_CACHE_MODULE_LOCAL std::string const& calling_module_identity() {
         void const* const here = code_address(&calling_module_identity<>);
         loaded_module const m = module_containing(here);
         return std::make_unique<std::string const>(
-            m.found && !m.main_program ? module_identity({here}, &sha256_content_digests) : std::string());
+            m.found && !m.main_program ? module_code_identity(here, &sha256_content_digests) : std::string());
     });
 }
 
@@ -20744,6 +20760,7 @@ void prefetch_entries(Storage& storage, std::vector<key_result> const& keys, std
 // ---- end compile_cache/cache/prefetch.hpp
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -20875,7 +20892,7 @@ inline std::string artifact_type_name(std::type_info const& type) {
     loaded_module const m = module_containing(&type);
     if (!m.found) return name;
     std::uintptr_t const offset = reinterpret_cast<std::uintptr_t>(&type) - m.base;
-    return name + " @" + module_identity({&type}, &sha256_content_digests) + "+" + std::to_string(offset);
+    return name + " @" + module_code_identity(&type, &sha256_content_digests) + "+" + std::to_string(offset);
 }
 
 template <class R, class T>
@@ -21184,9 +21201,13 @@ public:
     /// the same key (a `foreign_version` miss). Made once per type.
     template <class Artifact>
     static std::string const& entry_format_id() {
-        static std::string const& id = *new std::string(
-            detail::entry_format_id(Serializer::format_id(), detail::artifact_type_name(typeid(Artifact))));
-        return id;
+        // (made_once: no static's guard, which a child forked while another thread made it,
+        // reading the module list, would find held for ever)
+        static std::atomic<std::string const*> id{nullptr};
+        return detail::made_once(id, [] {
+            return std::make_unique<std::string const>(
+                detail::entry_format_id(Serializer::format_id(), detail::artifact_type_name(typeid(Artifact))));
+        });
     }
 
     /// A key builder with the toolchain component already added: the library's
@@ -21195,9 +21216,11 @@ public:
     /// The toolchain component is described and hashed once per host version string,
     /// not once per kernel. Called from a shared library (a Python extension, a plugin),
     /// the host's build-id names that library too: it is then the compiler, and another
-    /// build of it under the same program and version string is another key. (Module-local:
-    /// each module calls its own copy, so the library named is the caller's.)
-    COMPILE_CACHE_MODULE_LOCAL key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
+    /// build of it under the same program and version string is another key. (Inlined into
+    /// its caller always, which calls its own module's detail::calling_module_identity: the
+    /// library named is the caller's. Called through a pointer to member, it names the
+    /// module holding the copy called.)
+    [[gnu::always_inline]] key_builder<Hasher> make_key_builder(std::string const& host_version = {}) const {
         key_builder<Hasher> kb;
         try {
             state_->toolchain.add_to(kb, host_version, format_id(), detail::calling_module_identity());

@@ -647,6 +647,22 @@ inline std::string module_identity(std::initializer_list<void const*> addresses)
     return module_identity(addresses, digests.get());
 }
 
+/// What identifies the code of the one module containing `address`, as module_identity
+/// does, but without the path a library without a build-id is named with there: one build
+/// of a library is named alike wherever it is installed (a fleet's machines, a per-job
+/// directory), so that keys built on it are shared. Named for this process alone, as there,
+/// when its file cannot be read again (loaded by a relative path, the working directory
+/// changed since). Empty when no module contains it.
+inline std::string module_code_identity(void const* address, content_digests const* digests) {
+    loaded_module const m = module_containing(address);
+    if (!m.found) return {};
+    if (!m.build_id.empty() || m.main_program) return module_identity({address}, digests);
+    std::string id = library_file_identity(m, digests);
+    if (id.size() > m.path.size() && id.compare(0, m.path.size(), m.path) == 0 && id[m.path.size()] == ':')
+        id.erase(0, m.path.size() + 1);
+    return id;
+}
+
 /// The address of a function, for module_containing and module_identity (a function
 /// pointer is not a `void const*` in standard C++; it is on every platform that has
 /// dl_iterate_phdr).

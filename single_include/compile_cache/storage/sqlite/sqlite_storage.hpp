@@ -548,6 +548,7 @@ struct forkable_state {
     bool held_for_fork = false;       ///< the fork under way took `mutex`
     bool unusable_after_fork = false; ///< in a child: its connection, or another's, was the parent's, open
     fork_list_links<forkable_state> fork_links; ///< in the_fork_registry()
+    unsigned made_in = fork_generation(); ///< the process it was made in (its fork count)
     forkable_state() noexcept;
     forkable_state(forkable_state const&) = delete;
     forkable_state& operator=(forkable_state const&) = delete;
@@ -1001,11 +1002,13 @@ private:
             state_->unusable_after_fork = true;
             detail::sqlite_impl::parent_connection_open() = true;
         }
-        // Nor in a process where this storage is out of the fork list (a child whose fork
-        // could not take the list, or ran none of its handlers): its connection, or
-        // another's, may be the parent's.
+        // Nor in a child where this storage, made before its fork, is out of the fork list
+        // (its fork could not take the list, or ran none of its handlers): its connection,
+        // or another's, may be the parent's. (Out of it in the process it was made in, its
+        // link having failed, it is used there.)
         return !state_->unusable_after_fork && !detail::sqlite_impl::parent_connection_open() &&
-               detail::sqlite_impl::the_fork_registry().current(*state_);
+               (state_->made_in == detail::fork_generation() ||
+                detail::sqlite_impl::the_fork_registry().current(*state_));
     }
 
     void report(std::string const& line) const noexcept {
