@@ -3156,6 +3156,7 @@ std::string toolchain::compiler_id() {
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -3163,20 +3164,34 @@ std::string toolchain::compiler_id() {
 
 namespace compile_cache::detail {
 
+/// Where calling_module_identity keeps what it made, in the module's own memory: written
+/// once, never allocated, so that an unloaded library leaves nothing allocated behind.
+/// Constant-initialised and trivially destructible (no guard, usable at exit).
+struct calling_module_name {
+    std::atomic<int> state{0}; ///< 0: not made; 1: being written; 2: written
+    std::size_t size = 0;
+    char text[256] = {};
+};
+
 /// What identifies the module (a shared library) whose code calls it, when that is not the
 /// main program: its module_code_identity (build-id, or its file's content); empty for the main
 /// program, and where modules cannot be listed. Made once per module: the function and its
-/// slot are module-local, so each library has its own, never another's (an unloaded
-/// library's few bytes stay allocated). Throws only what allocation throws.
+/// name are module-local, so each library has its own, never another's. Throws only what
+/// allocation throws.
 template <class = void>
-COMPILE_CACHE_MODULE_LOCAL std::string const& calling_module_identity() {
-    static std::atomic<std::string const*> slot{nullptr};
-    return made_once(slot, [] {
-        void const* const here = code_address(&calling_module_identity<>);
-        loaded_module const m = module_containing(here);
-        return std::make_unique<std::string const>(
-            m.found && !m.main_program ? module_code_identity(here, &sha256_content_digests) : std::string());
-    });
+COMPILE_CACHE_MODULE_LOCAL std::string calling_module_identity() {
+    static calling_module_name name;
+    if (name.state.load(std::memory_order_acquire) == 2) return std::string(name.text, name.size);
+    void const* const here = code_address(&calling_module_identity<>);
+    loaded_module const m = module_containing(here);
+    std::string id = m.found && !m.main_program ? module_code_identity(here, &sha256_content_digests) : std::string();
+    int none = 0; // (another thread writing it meanwhile: this call's own is as good)
+    if (id.size() <= sizeof name.text && name.state.compare_exchange_strong(none, 1, std::memory_order_acq_rel)) {
+        std::memcpy(name.text, id.data(), id.size());
+        name.size = id.size();
+        name.state.store(2, std::memory_order_release);
+    }
+    return id;
 }
 
 /// The toolchain component one cache adds to its keys (basic_cache::make_key_builder).
